@@ -1,0 +1,1 @@
+//! The per-cluster agent: registration, deploy, drift, status, heartbeat. Not yet built.

@@ -1,0 +1,1 @@
+//! A directory → Bundles, as upstream `fleet apply` does it offline.

@@ -1,0 +1,1 @@
+//! Manager reconcilers (GitRepo → Bundle → BundleDeployment, status aggregation). Not yet built.

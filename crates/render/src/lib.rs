@@ -1,0 +1,1 @@
+//! Bundle + options → Kubernetes objects: Helm charts, kustomize, raw-YAML overlays.
