@@ -12,10 +12,20 @@
 //! - An acknowledged write (the future resolved `Ok`) survives SIGKILL (committed to SQLite WAL).
 //! - Events reach watchers in revision order with no gaps; a slow watcher is dropped, never waited on.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+mod db;
+mod list;
+mod watch;
+mod writer;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, OnceLock, mpsc};
+use std::time::Duration;
 
 use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::oneshot;
+
+pub use watch::Watch;
 
 /// A global revision. Revisions are strictly increasing across all keys and never reused.
 pub type Rev = i64;
@@ -92,4 +102,277 @@ pub struct StoreConfig {
     pub path: Option<std::path::PathBuf>,
     /// How many past events the watch cache keeps for resuming watches (older RVs get 410).
     pub history: usize,
+}
+
+impl StoreConfig {
+    /// A store kept only in memory (tests), with the default history window.
+    pub fn in_memory() -> StoreConfig {
+        StoreConfig { path: None, history: DEFAULT_HISTORY }
+    }
+    /// A store persisted in the SQLite file `path`, with the default history window.
+    pub fn file(path: impl Into<std::path::PathBuf>) -> StoreConfig {
+        StoreConfig { path: Some(path.into()), history: DEFAULT_HISTORY }
+    }
+}
+
+impl Default for StoreConfig {
+    fn default() -> StoreConfig {
+        StoreConfig::in_memory()
+    }
+}
+
+/// Default number of events kept for resuming watches.
+pub const DEFAULT_HISTORY: usize = 10_000;
+/// How many events one watcher may fall behind before it is cut off.
+pub const WATCH_QUEUE: usize = 8_192;
+/// Superseded rows stay in SQLite this long, so paginated lists at a recent revision can still be
+/// served after their in-memory snapshot is gone (kube-apiserver compacts etcd every 5 minutes).
+pub const RETENTION: Duration = Duration::from_secs(300);
+
+/// The most recent state, the watch history and the compaction mark, guarded together so that a
+/// reader sees a revision, its map and its history consistently.
+pub(crate) struct State {
+    /// Latest value of every live key. A persistent map: cloning it is O(1), which is how lists
+    /// get a consistent snapshot without holding the lock while they iterate.
+    pub(crate) map: imbl::OrdMap<Arc<str>, Obj>,
+    /// Highest committed revision.
+    pub(crate) rev: Rev,
+    /// The last `history_cap` events, consecutive revisions, oldest first.
+    pub(crate) history: VecDeque<Event>,
+    pub(crate) history_cap: usize,
+    /// SQLite can answer lists at revisions `>= compact_rev`.
+    pub(crate) compact_rev: Rev,
+}
+
+impl State {
+    /// Oldest revision a watch can resume from (events after it are all in `history`).
+    pub(crate) fn oldest_watchable(&self) -> Rev {
+        match self.history.front() {
+            Some(ev) => ev.obj.rev - 1,
+            None => self.rev,
+        }
+    }
+}
+
+/// Everything the writer thread and the readers share.
+pub(crate) struct Shared {
+    pub(crate) state: RwLock<State>,
+    pub(crate) hubs: Mutex<watch::Hubs>,
+    pub(crate) snapshots: Mutex<list::Snapshots>,
+    /// Read connection for lists at past revisions (file mode only).
+    pub(crate) reader: Option<Mutex<rusqlite::Connection>>,
+}
+
+/// The storage handle: cheap to clone, shared by every request handler.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    tx: mpsc::Sender<writer::Msg>,
+    shared: Arc<Shared>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let (ack, done) = mpsc::sync_channel(1);
+        if self.tx.send(writer::Msg::Close(ack)).is_ok() {
+            let _ = done.recv();
+        }
+        if let Some(t) = self.thread.lock().take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("rev", &self.current_rev()).finish()
+    }
+}
+
+impl Store {
+    /// Opens (or creates) the store; spawns the single writer thread. path None = in-memory.
+    pub fn open(cfg: StoreConfig) -> Result<Store, StoreError> {
+        let conn = db::open_writer(cfg.path.as_deref())?;
+        let loaded = db::load(&conn)?;
+        let reader = match &cfg.path {
+            Some(p) => Some(Mutex::new(db::open_reader(p)?)),
+            None => None,
+        };
+        let mut map = imbl::OrdMap::new();
+        for (k, v) in loaded.items {
+            map.insert(k, v);
+        }
+        let shared = Arc::new(Shared {
+            state: RwLock::new(State {
+                map,
+                rev: loaded.rev,
+                history: VecDeque::new(),
+                history_cap: cfg.history,
+                compact_rev: loaded.compact_rev,
+            }),
+            hubs: Mutex::new(watch::Hubs::new(WATCH_QUEUE)),
+            snapshots: Mutex::new(list::Snapshots::default()),
+            reader,
+        });
+        let (tx, rx) = mpsc::channel();
+        let w = writer::Writer::new(conn, shared.clone(), loaded.rev);
+        let thread = std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || w.run(rx))
+            .map_err(|e| StoreError::Internal(format!("spawning writer thread: {e}")))?;
+        Ok(Store { inner: Arc::new(Inner { tx, shared, thread: Mutex::new(Some(thread)) }) })
+    }
+
+    async fn write(
+        &self,
+        key: &str,
+        op: writer::Op,
+        value: Option<serde_json::Value>,
+    ) -> Result<Obj, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        let req = writer::WriteReq { key: key.into(), op, value, reply };
+        self.inner
+            .tx
+            .send(writer::Msg::Write(req))
+            .map_err(|_| StoreError::Internal("store is closed".into()))?;
+        rx.await.map_err(|_| StoreError::Internal("store is closed".into()))?
+    }
+
+    /// Creates `key`; AlreadyExists if present. Returns the stored object (with its RV set).
+    pub async fn create(&self, key: &str, value: serde_json::Value) -> Result<Obj, StoreError> {
+        self.write(key, writer::Op::Create, Some(value)).await
+    }
+
+    /// Replaces `key`. `expected = Some(rev)`: Conflict unless the key's current rev == rev.
+    /// NotFound if absent.
+    pub async fn update(
+        &self,
+        key: &str,
+        expected: Option<Rev>,
+        value: serde_json::Value,
+    ) -> Result<Obj, StoreError> {
+        self.write(key, writer::Op::Update(expected), Some(value)).await
+    }
+
+    /// Deletes `key` (with optional precondition). Returns the last state, RV = the delete's revision.
+    pub async fn delete(&self, key: &str, expected: Option<Rev>) -> Result<Obj, StoreError> {
+        self.write(key, writer::Op::Delete(expected), None).await
+    }
+
+    /// Latest value, from memory (no SQL on the read path).
+    pub fn get(&self, key: &str) -> Option<Obj> {
+        self.inner.shared.state.read().map.get(key).cloned()
+    }
+
+    /// One page of the keys under `prefix`, in key order, at revision `at` (None = current; the
+    /// page's `rev` tells which), starting strictly after `after_key`, at most `limit` items that
+    /// pass `filter` (`None` or `Some(0)`: no limit). `at` older than what can be served ->
+    /// Compacted; newer than current -> FutureRevision.
+    ///
+    /// Current-revision pages and pages of a recently started list come from memory; a page at
+    /// an older revision whose snapshot has expired is read from SQLite (a blocking read: call
+    /// it from `spawn_blocking` if that matters to the caller).
+    pub fn list(
+        &self,
+        prefix: &str,
+        at: Option<Rev>,
+        after_key: Option<&str>,
+        limit: Option<usize>,
+        filter: &dyn Fn(&str, &Obj) -> bool,
+    ) -> Result<ListPage, StoreError> {
+        list::list(&self.inner.shared, prefix, at, after_key, limit, filter)
+    }
+
+    /// Events for keys under `prefix` with revision > `after`. Compacted if `after` < oldest revision
+    /// still in the history window (caller answers 410 Gone).
+    pub fn watch(&self, prefix: &str, after: Rev) -> Result<Watch, StoreError> {
+        let shared = &self.inner.shared;
+        // Subscribe before reading history: an event published in between is then seen twice
+        // (dropped by `skip_upto`), never missed.
+        let rx = shared.hubs.lock().subscribe(prefix);
+        let st = shared.state.read();
+        let oldest = st.oldest_watchable();
+        if after < oldest {
+            return Err(StoreError::Compacted { requested: after, oldest });
+        }
+        let newest = st.history.back().map_or(st.rev, |e| e.obj.rev);
+        // History revisions are consecutive: jump straight to the first one after `after`.
+        let start = match st.history.front() {
+            Some(front) => usize::try_from(after + 1 - front.obj.rev).unwrap_or(0),
+            None => 0,
+        };
+        let replay: VecDeque<Event> = st
+            .history
+            .iter()
+            .skip(start)
+            .filter(|e| e.obj.rev > after && e.key.starts_with(prefix))
+            .cloned()
+            .collect();
+        Ok(Watch { prefix: prefix.into(), replay, rx, skip_upto: newest.max(after), last: after })
+    }
+
+    /// Highest committed revision.
+    pub fn current_rev(&self) -> Rev {
+        self.inner.shared.state.read().rev
+    }
+
+    /// Oldest revision a watch can resume from.
+    pub fn oldest_rev(&self) -> Rev {
+        self.inner.shared.state.read().oldest_watchable()
+    }
+
+    /// Oldest revision a list can still be served at (older pages get Compacted).
+    pub fn compact_rev(&self) -> Rev {
+        self.inner.shared.state.read().compact_rev
+    }
+
+    /// Number of live keys.
+    pub fn len(&self) -> usize {
+        self.inner.shared.state.read().map.len()
+    }
+
+    /// Whether no key is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Compacts the SQLite log now, up to `upto` (clamped to the current revision): superseded
+    /// rows and tombstones at or below it are deleted and lists below it answer Compacted.
+    /// Runs on the writer thread; returns the new compaction revision. The writer also does this
+    /// on its own every few seconds for revisions older than [`RETENTION`].
+    pub async fn compact(&self, upto: Rev) -> Result<Rev, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.inner
+            .tx
+            .send(writer::Msg::Compact(upto, reply))
+            .map_err(|_| StoreError::Internal("store is closed".into()))?;
+        rx.await.map_err(|_| StoreError::Internal("store is closed".into()))?
+    }
+
+    /// Flushes and stops the writer, and ends every watch. Later writes fail with Internal.
+    /// Blocks until the writer thread has exited (it finishes the writes already queued).
+    pub fn close(&self) {
+        let (ack, done) = mpsc::sync_channel(1);
+        if self.inner.tx.send(writer::Msg::Close(ack)).is_ok() {
+            let _ = done.recv();
+        }
+    }
+}
+
+/// The shared empty label set: most objects have no labels, and they then cost no allocation.
+fn empty_labels() -> Arc<BTreeMap<String, String>> {
+    static EMPTY: OnceLock<Arc<BTreeMap<String, String>>> = OnceLock::new();
+    EMPTY.get_or_init(|| Arc::new(BTreeMap::new())).clone()
+}
+
+/// `metadata.labels` of serialized JSON, shared-empty when there are none.
+pub(crate) fn labels_from_json(
+    json: &[u8],
+) -> Result<Arc<BTreeMap<String, String>>, serde_json::Error> {
+    let labels = db::parse_labels(json)?;
+    Ok(if labels.is_empty() { empty_labels() } else { Arc::new(labels) })
 }

@@ -1,0 +1,278 @@
+//! The SQLite revision log (kine-style): one row per write, `id` = global revision.
+//!
+//! Schema: `kv(id INTEGER PRIMARY KEY AUTOINCREMENT, name, created, deleted, prev_revision, value)`.
+//! `AUTOINCREMENT` makes SQLite remember the highest id ever used (in `sqlite_sequence`), so a
+//! revision is never handed out twice, even after compaction deletes the newest rows (tombstones).
+//!
+//! Durability: WAL with `synchronous=FULL` — every commit fsyncs the WAL before the writer
+//! acknowledges, so acknowledged writes survive both SIGKILL and power loss. Group commit makes
+//! the fsync cost per write small (one fsync per batch). `FLEET_STORE_SYNC=normal` switches to
+//! `synchronous=NORMAL`, which in WAL mode is still durable against process crashes (the WAL
+//! append is in the OS page cache before COMMIT returns); only an OS crash or power loss can lose
+//! the tail of the WAL.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{Obj, Rev, StoreError};
+
+/// Maps SQLite failures to the storage error the REST layer reports as 500.
+pub(crate) fn sql_err(context: &str, e: rusqlite::Error) -> StoreError {
+    StoreError::Internal(format!("sqlite {context}: {e}"))
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS kv (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    deleted INTEGER NOT NULL,
+    prev_revision INTEGER NOT NULL,
+    value BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS kv_name_id ON kv (name, id);
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta (k, v) VALUES ('compact_rev', 0);
+";
+
+/// Whether commits fsync (FULL, default) or rely on the OS page cache (NORMAL).
+fn sync_mode() -> &'static str {
+    match std::env::var("FLEET_STORE_SYNC") {
+        Ok(v) if v.eq_ignore_ascii_case("normal") => "NORMAL",
+        _ => "FULL",
+    }
+}
+
+/// Opens the writer connection (file or memory) and creates the schema.
+pub(crate) fn open_writer(path: Option<&Path>) -> Result<Connection, StoreError> {
+    let conn = match path {
+        Some(p) => {
+            if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    StoreError::Internal(format!("creating directory {}: {e}", dir.display()))
+                })?;
+            }
+            Connection::open(p).map_err(|e| sql_err(&format!("opening {}", p.display()), e))?
+        }
+        None => Connection::open_in_memory().map_err(|e| sql_err("opening memory db", e))?,
+    };
+    if path.is_some() {
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(|e| sql_err("enabling WAL", e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Internal(format!("sqlite refused WAL mode (got {mode})")));
+        }
+        conn.execute_batch(&format!("PRAGMA synchronous={};", sync_mode()))
+            .map_err(|e| sql_err("setting synchronous", e))?;
+    }
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .map_err(|e| sql_err("setting busy timeout", e))?;
+    conn.execute_batch(SCHEMA).map_err(|e| sql_err("creating schema", e))?;
+    Ok(conn)
+}
+
+/// Opens a read-only connection for lists at past revisions (file mode only: WAL readers never
+/// block the writer and see a consistent committed snapshot).
+pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| sql_err(&format!("opening reader {}", path.display()), e))?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .map_err(|e| sql_err("setting busy timeout", e))?;
+    Ok(conn)
+}
+
+/// What `load` finds on disk.
+pub(crate) struct Loaded {
+    /// Live keys with their latest values, in key order.
+    pub items: Vec<(Arc<str>, Obj)>,
+    /// Highest revision ever assigned.
+    pub rev: Rev,
+    /// Lists at revisions below this cannot be served from the log.
+    pub compact_rev: Rev,
+}
+
+/// Reads the latest state of every live key and the revision counters.
+pub(crate) fn load(conn: &Connection) -> Result<Loaded, StoreError> {
+    let seq: Option<i64> = conn
+        .query_row("SELECT seq FROM sqlite_sequence WHERE name = 'kv'", [], |r| r.get(0))
+        .optional()
+        .map_err(|e| sql_err("reading sqlite_sequence", e))?;
+    let max_id: Option<i64> = conn
+        .query_row("SELECT MAX(id) FROM kv", [], |r| r.get(0))
+        .map_err(|e| sql_err("reading max id", e))?;
+    let compact_rev: i64 = conn
+        .query_row("SELECT v FROM meta WHERE k = 'compact_rev'", [], |r| r.get(0))
+        .map_err(|e| sql_err("reading compact_rev", e))?;
+    let rev = seq.unwrap_or(0).max(max_id.unwrap_or(0)).max(compact_rev);
+
+    let mut stmt = conn
+        .prepare(
+            "SELECT kv.name, kv.id, kv.value FROM kv \
+             JOIN (SELECT MAX(id) AS mid FROM kv GROUP BY name) m ON kv.id = m.mid \
+             WHERE kv.deleted = 0 ORDER BY kv.name",
+        )
+        .map_err(|e| sql_err("preparing load", e))?;
+    let mut rows = stmt.query([]).map_err(|e| sql_err("loading", e))?;
+    let mut items = Vec::new();
+    while let Some(row) = rows.next().map_err(|e| sql_err("loading row", e))? {
+        let name: String = row.get(0).map_err(|e| sql_err("reading name", e))?;
+        let id: i64 = row.get(1).map_err(|e| sql_err("reading id", e))?;
+        let value: Vec<u8> = row.get(2).map_err(|e| sql_err("reading value", e))?;
+        let obj = obj_from_stored(&name, id, value)?;
+        items.push((Arc::<str>::from(name), obj));
+    }
+    Ok(Loaded { items, rev, compact_rev })
+}
+
+/// Rebuilds an `Obj` from a stored row (the stored JSON already carries its resourceVersion).
+pub(crate) fn obj_from_stored(name: &str, id: Rev, mut value: Vec<u8>) -> Result<Obj, StoreError> {
+    let labels = super::labels_from_json(&value).map_err(|e| {
+        StoreError::Internal(format!("stored value of {name} at revision {id} is not valid: {e}"))
+    })?;
+    value.shrink_to_fit();
+    Ok(Obj { json: Bytes::from(value), rev: id, labels })
+}
+
+/// One row to append to the log.
+pub(crate) struct Row<'a> {
+    pub id: Rev,
+    pub name: &'a str,
+    pub created: bool,
+    pub deleted: bool,
+    pub prev_revision: Rev,
+    pub value: &'a [u8],
+}
+
+/// Appends one row inside the writer's open transaction.
+pub(crate) fn insert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<(), StoreError> {
+    let mut stmt = tx
+        .prepare_cached(
+            "INSERT INTO kv (id, name, created, deleted, prev_revision, value) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .map_err(|e| sql_err("preparing insert", e))?;
+    stmt.execute(params![
+        row.id,
+        row.name,
+        row.created as i64,
+        row.deleted as i64,
+        row.prev_revision,
+        row.value
+    ])
+    .map_err(|e| sql_err(&format!("inserting {} at revision {}", row.name, row.id), e))?;
+    Ok(())
+}
+
+/// Deletes rows no list at a revision `>= to` can need, for revisions in `(from, to]`: the rows
+/// those revisions superseded (`prev_revision`) and the tombstones themselves. The latest row of
+/// a live key is never superseded, so it is never deleted. Returns rows deleted.
+pub(crate) fn compact_range(conn: &mut Connection, from: Rev, to: Rev) -> Result<usize, StoreError> {
+    let tx = conn.transaction().map_err(|e| sql_err("beginning compaction", e))?;
+    let mut n = tx
+        .execute(
+            "DELETE FROM kv WHERE id IN (SELECT prev_revision FROM kv \
+             WHERE id > ?1 AND id <= ?2 AND prev_revision > 0)",
+            params![from, to],
+        )
+        .map_err(|e| sql_err("compacting superseded rows", e))?;
+    n += tx
+        .execute("DELETE FROM kv WHERE id > ?1 AND id <= ?2 AND deleted = 1", params![from, to])
+        .map_err(|e| sql_err("compacting tombstones", e))?;
+    tx.execute("UPDATE meta SET v = ?1 WHERE k = 'compact_rev' AND v < ?1", params![to])
+        .map_err(|e| sql_err("recording compact_rev", e))?;
+    tx.commit().map_err(|e| sql_err("committing compaction", e))?;
+    Ok(n)
+}
+
+/// One page of `prefix` at revision `rev`, read from the log (for revisions whose in-memory
+/// snapshot is gone). Walks the `(name, id)` index in key order and fetches only the values of
+/// rows that are the key's state at `rev`, so a page costs O(page), not O(table).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn list_at(
+    conn: &Connection,
+    prefix: &str,
+    rev: Rev,
+    after_key: Option<&str>,
+    limit: usize,
+    filter: &dyn Fn(&str, &Obj) -> bool,
+) -> Result<(Vec<(Arc<str>, Obj)>, bool), StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT name, id, deleted FROM kv WHERE name >= ?1 AND name > ?2 AND id <= ?3 \
+             ORDER BY name, id",
+        )
+        .map_err(|e| sql_err("preparing list", e))?;
+    let mut value_stmt = conn
+        .prepare_cached("SELECT value FROM kv WHERE id = ?1")
+        .map_err(|e| sql_err("preparing value read", e))?;
+    let mut rows = stmt
+        .query(params![prefix, after_key.unwrap_or(""), rev])
+        .map_err(|e| sql_err("listing", e))?;
+    let mut items = Vec::new();
+    // The last row seen for the key being walked: (name, id, deleted).
+    let mut pending: Option<(String, Rev, bool)> = None;
+    let mut more = false;
+    loop {
+        let next = rows.next().map_err(|e| sql_err("listing row", e))?;
+        let next = match next {
+            Some(row) => {
+                let name: String = row.get(0).map_err(|e| sql_err("reading name", e))?;
+                if !name.starts_with(prefix) {
+                    None
+                } else {
+                    let id: i64 = row.get(1).map_err(|e| sql_err("reading id", e))?;
+                    let deleted: i64 = row.get(2).map_err(|e| sql_err("reading deleted", e))?;
+                    Some((name, id, deleted != 0))
+                }
+            }
+            None => None,
+        };
+        let same_key = matches!((&pending, &next), (Some(p), Some(n)) if p.0 == n.0);
+        if !same_key {
+            if let Some((name, id, deleted)) = pending.take()
+                && !deleted
+            {
+                if items.len() >= limit {
+                    more = true;
+                    break;
+                }
+                let value: Vec<u8> = value_stmt
+                    .query_row(params![id], |r| r.get(0))
+                    .map_err(|e| sql_err(&format!("reading {name} at {id}"), e))?;
+                let obj = obj_from_stored(&name, id, value)?;
+                if filter(&name, &obj) {
+                    items.push((Arc::<str>::from(name), obj));
+                }
+            }
+        }
+        match next {
+            Some(n) => pending = Some(n),
+            None => break,
+        }
+    }
+    Ok((items, more))
+}
+
+/// Parses `metadata.labels` of a stored or incoming object without building a full tree.
+pub(crate) fn parse_labels(json: &[u8]) -> Result<BTreeMap<String, String>, serde_json::Error> {
+    #[derive(serde::Deserialize)]
+    struct Top {
+        #[serde(default)]
+        metadata: Option<Meta>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(default)]
+        labels: Option<BTreeMap<String, String>>,
+    }
+    let top: Top = serde_json::from_slice(json)?;
+    Ok(top.metadata.and_then(|m| m.labels).unwrap_or_default())
+}

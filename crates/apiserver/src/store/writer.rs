@@ -1,0 +1,379 @@
+//! The single writer thread and its group commit.
+//!
+//! Requests queue on a channel. The writer takes everything queued (up to [`MAX_BATCH`]), checks
+//! each request against the latest state (memory plus the batch's own earlier writes — so
+//! preconditions are serialized), assigns consecutive revisions, appends the rows in ONE SQLite
+//! transaction and commits once. Only after the commit does it update the in-memory map and
+//! history, publish the events and resolve the callers' futures, so an acknowledged write is
+//! durable and every reader only ever sees committed data.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::{Event, EventKind, Obj, RETENTION, Rev, Shared, StoreError, db, empty_labels};
+
+/// Upper bound on writes per transaction (keeps one commit's latency bounded).
+pub(crate) const MAX_BATCH: usize = 4_096;
+/// How often the writer samples revisions and does housekeeping.
+const TICK: Duration = Duration::from_secs(1);
+/// Revisions compacted per transaction, so compaction never stalls writes for long.
+const COMPACT_CHUNK: Rev = 5_000;
+
+pub(crate) enum Op {
+    Create,
+    Update(Option<Rev>),
+    Delete(Option<Rev>),
+}
+
+pub(crate) struct WriteReq {
+    pub(crate) key: Box<str>,
+    pub(crate) op: Op,
+    pub(crate) value: Option<Value>,
+    pub(crate) reply: oneshot::Sender<Result<Obj, StoreError>>,
+}
+
+pub(crate) enum Msg {
+    Write(WriteReq),
+    Compact(Rev, oneshot::Sender<Result<Rev, StoreError>>),
+    Close(mpsc::SyncSender<()>),
+}
+
+pub(crate) struct Writer {
+    conn: Connection,
+    shared: Arc<Shared>,
+    /// Highest committed revision (the writer is the only one that advances it).
+    rev: Rev,
+    /// `(when, revision)` samples; compaction targets the newest one older than the retention.
+    samples: VecDeque<(Instant, Rev)>,
+    /// Compaction wanted up to here; done in chunks between batches.
+    compact_goal: Rev,
+    last_tick: Instant,
+    retention: Duration,
+}
+
+/// The outcome of one request inside a batch, before commit.
+struct Staged {
+    reply: oneshot::Sender<Result<Obj, StoreError>>,
+    result: Result<usize, StoreError>,
+}
+
+impl Writer {
+    pub(crate) fn new(conn: Connection, shared: Arc<Shared>, rev: Rev) -> Writer {
+        let retention = std::env::var("FLEET_STORE_RETENTION_SECS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(RETENTION, Duration::from_secs);
+        Writer {
+            conn,
+            shared,
+            rev,
+            samples: VecDeque::new(),
+            compact_goal: 0,
+            last_tick: Instant::now(),
+            retention,
+        }
+    }
+
+    pub(crate) fn run(mut self, rx: mpsc::Receiver<Msg>) {
+        let mut batch: Vec<WriteReq> = Vec::new();
+        loop {
+            let wait = if self.compaction_pending() { Duration::ZERO } else { TICK };
+            let first = match rx.recv_timeout(wait) {
+                Ok(m) => Some(m),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            };
+            let mut control = None;
+            match first {
+                Some(Msg::Write(w)) => batch.push(w),
+                Some(other) => control = Some(other),
+                None => {}
+            }
+            if control.is_none() {
+                while batch.len() < MAX_BATCH {
+                    match rx.try_recv() {
+                        Ok(Msg::Write(w)) => batch.push(w),
+                        Ok(other) => {
+                            control = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+            if !batch.is_empty() {
+                self.commit_batch(&mut batch);
+            }
+            match control {
+                Some(Msg::Close(ack)) => {
+                    self.shared.hubs.lock().close();
+                    let _ = ack.send(());
+                    return;
+                }
+                Some(Msg::Compact(upto, reply)) => {
+                    let _ = reply.send(self.compact_now(upto));
+                }
+                Some(Msg::Write(_)) | None => {}
+            }
+            self.housekeeping();
+        }
+        self.shared.hubs.lock().close();
+    }
+
+    fn compaction_pending(&self) -> bool {
+        self.shared.state.read().compact_rev < self.compact_goal
+    }
+
+    /// Periodic work: revision samples, compaction target, snapshot expiry, ring pruning, and
+    /// one compaction chunk when behind.
+    fn housekeeping(&mut self) {
+        let now = Instant::now();
+        if now.duration_since(self.last_tick) >= TICK {
+            self.last_tick = now;
+            self.samples.push_back((now, self.rev));
+            while let Some(&(t, r)) = self.samples.front() {
+                if now.duration_since(t) >= self.retention {
+                    self.compact_goal = self.compact_goal.max(r);
+                    self.samples.pop_front();
+                } else {
+                    break;
+                }
+            }
+            self.shared.snapshots.lock().expire(now);
+            self.shared.hubs.lock().prune();
+        }
+        if self.compaction_pending()
+            && let Err(e) = self.compact_chunk()
+        {
+            tracing::warn!("store compaction failed: {e}");
+            // Retry at the next sample rather than spinning.
+            self.compact_goal = self.shared.state.read().compact_rev;
+        }
+    }
+
+    /// Compacts one chunk towards `compact_goal`.
+    fn compact_chunk(&mut self) -> Result<(), StoreError> {
+        let from = self.shared.state.read().compact_rev;
+        let to = self.compact_goal.min(from.saturating_add(COMPACT_CHUNK)).min(self.rev);
+        if to <= from {
+            return Ok(());
+        }
+        let n = db::compact_range(&mut self.conn, from, to)?;
+        tracing::debug!(from, to, deleted = n, "store compacted");
+        self.shared.state.write().compact_rev = to;
+        Ok(())
+    }
+
+    fn compact_now(&mut self, upto: Rev) -> Result<Rev, StoreError> {
+        self.compact_goal = self.compact_goal.max(upto.min(self.rev));
+        while self.compaction_pending() {
+            self.compact_chunk()?;
+        }
+        Ok(self.shared.state.read().compact_rev)
+    }
+
+    /// Validates, persists (one transaction) and applies a batch, then answers its callers.
+    fn commit_batch(&mut self, batch: &mut Vec<WriteReq>) {
+        let mut staged: Vec<Staged> = Vec::with_capacity(batch.len());
+        let mut events: Vec<Event> = Vec::with_capacity(batch.len());
+        match self.stage(batch, &mut staged, &mut events) {
+            Ok(()) => {
+                if let Some(last) = events.last() {
+                    self.rev = last.obj.rev;
+                }
+                {
+                    let mut st = self.shared.state.write();
+                    for ev in &events {
+                        match ev.kind {
+                            EventKind::Deleted => {
+                                st.map.remove(&*ev.key);
+                            }
+                            EventKind::Added | EventKind::Modified => {
+                                st.map.insert(ev.key.clone(), ev.obj.clone());
+                            }
+                        }
+                    }
+                    if st.history_cap > 0 {
+                        let cap = st.history_cap;
+                        let skip = events.len().saturating_sub(cap);
+                        for ev in events.iter().skip(skip) {
+                            if st.history.len() >= cap {
+                                st.history.pop_front();
+                            }
+                            st.history.push_back(ev.clone());
+                        }
+                    }
+                    st.rev = self.rev;
+                }
+                self.shared.hubs.lock().publish(&events);
+                for s in staged {
+                    let res = s.result.and_then(|i| {
+                        events
+                            .get(i)
+                            .map(|e| e.obj.clone())
+                            .ok_or_else(|| StoreError::Internal("lost staged write".into()))
+                    });
+                    let _ = s.reply.send(res);
+                }
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                for s in staged {
+                    let res = match s.result {
+                        Ok(_) => Err(StoreError::Internal(msg.clone())),
+                        Err(e) => Err(e),
+                    };
+                    let _ = s.reply.send(res);
+                }
+                // Requests not yet staged when the failure happened.
+                for w in batch.drain(..) {
+                    let _ = w.reply.send(Err(StoreError::Internal(msg.clone())));
+                }
+            }
+        }
+        batch.clear();
+    }
+
+    /// Checks and encodes every request and writes the rows in one committed transaction.
+    /// `staged[i].result` is the index of its event in `events` or its own error.
+    fn stage(
+        &mut self,
+        batch: &mut Vec<WriteReq>,
+        staged: &mut Vec<Staged>,
+        events: &mut Vec<Event>,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction().map_err(|e| db::sql_err("beginning transaction", e))?;
+        let st = self.shared.state.read();
+        // Latest value of keys written earlier in this batch (None: deleted).
+        let mut pending: HashMap<Arc<str>, Option<Obj>> = HashMap::new();
+        let mut next = self.rev;
+        let mut reqs = std::mem::take(batch).into_iter();
+        for req in reqs.by_ref() {
+            let WriteReq { key, op, value, reply } = req;
+            let current: Option<(Arc<str>, Obj)> = match pending.get_key_value(&*key) {
+                Some((k, v)) => v.as_ref().map(|o| (k.clone(), o.clone())),
+                None => st.map.get_key_value(&*key).map(|(k, v)| (k.clone(), v.clone())),
+            };
+            let rev = next + 1;
+            let step = apply(&key, op, value, current, rev);
+            let (kind, key_arc, obj, prev) = match step {
+                Ok(x) => x,
+                Err(e) => {
+                    staged.push(Staged { reply, result: Err(e) });
+                    continue;
+                }
+            };
+            let row = db::Row {
+                id: rev,
+                name: &key_arc,
+                created: matches!(kind, EventKind::Added),
+                deleted: matches!(kind, EventKind::Deleted),
+                prev_revision: prev.as_ref().map_or(0, |p| p.rev),
+                value: &obj.json,
+            };
+            if let Err(e) = db::insert(&tx, &row) {
+                staged.push(Staged { reply, result: Err(e.clone_msg()) });
+                batch.extend(reqs);
+                return Err(e);
+            }
+            next = rev;
+            let live = match kind {
+                EventKind::Deleted => None,
+                _ => Some(obj.clone()),
+            };
+            pending.insert(key_arc.clone(), live);
+            staged.push(Staged { reply, result: Ok(events.len()) });
+            events.push(Event { kind, key: key_arc, obj, prev });
+        }
+        drop(st);
+        tx.commit().map_err(|e| db::sql_err("committing", e))?;
+        Ok(())
+    }
+}
+
+impl StoreError {
+    /// A copy for reporting one failure to several callers.
+    fn clone_msg(&self) -> StoreError {
+        StoreError::Internal(self.to_string())
+    }
+}
+
+type Applied = (EventKind, Arc<str>, Obj, Option<Obj>);
+
+/// Checks one request against the key's current value and builds the new stored object.
+fn apply(
+    key: &str,
+    op: Op,
+    value: Option<Value>,
+    current: Option<(Arc<str>, Obj)>,
+    rev: Rev,
+) -> Result<Applied, StoreError> {
+    match op {
+        Op::Create => {
+            if current.is_some() {
+                return Err(StoreError::AlreadyExists(key.to_string()));
+            }
+            let obj = encode(key, value, rev)?;
+            Ok((EventKind::Added, Arc::from(key), obj, None))
+        }
+        Op::Update(expected) => {
+            let Some((k, cur)) = current else {
+                return Err(StoreError::NotFound(key.to_string()));
+            };
+            check_expected(key, expected, &cur)?;
+            let obj = encode(key, value, rev)?;
+            Ok((EventKind::Modified, k, obj, Some(cur)))
+        }
+        Op::Delete(expected) => {
+            let Some((k, cur)) = current else {
+                return Err(StoreError::NotFound(key.to_string()));
+            };
+            check_expected(key, expected, &cur)?;
+            let last: Value = serde_json::from_slice(&cur.json).map_err(|e| {
+                StoreError::Internal(format!("stored value of {key} is not JSON: {e}"))
+            })?;
+            let mut obj = encode(key, Some(last), rev)?;
+            obj.labels = cur.labels.clone();
+            Ok((EventKind::Deleted, k, obj, Some(cur)))
+        }
+    }
+}
+
+fn check_expected(key: &str, expected: Option<Rev>, cur: &Obj) -> Result<(), StoreError> {
+    match expected {
+        Some(exp) if exp != cur.rev => {
+            Err(StoreError::Conflict { key: key.to_string(), expected: exp, current: cur.rev })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Sets `metadata.resourceVersion` to `rev` and serializes the object once.
+fn encode(key: &str, value: Option<Value>, rev: Rev) -> Result<Obj, StoreError> {
+    let mut value = value.unwrap_or(Value::Null);
+    let Some(top) = value.as_object_mut() else {
+        return Err(StoreError::Internal(format!("value for {key} is not a JSON object")));
+    };
+    let meta = top.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
+    let Some(meta) = meta.as_object_mut() else {
+        return Err(StoreError::Internal(format!("metadata of {key} is not a JSON object")));
+    };
+    meta.insert("resourceVersion".to_string(), Value::String(rev.to_string()));
+    let labels = match meta.get("labels").and_then(Value::as_object) {
+        Some(l) if !l.is_empty() => Arc::new(
+            l.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect(),
+        ),
+        _ => empty_labels(),
+    };
+    let mut json = serde_json::to_vec(&value)
+        .map_err(|e| StoreError::Internal(format!("serializing {key}: {e}")))?;
+    json.shrink_to_fit();
+    Ok(Obj { json: bytes::Bytes::from(json), rev, labels })
+}
