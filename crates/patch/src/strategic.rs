@@ -1047,7 +1047,42 @@ fn merge_patches(
             }
         }
     }
+    align_with_element_order(&mut base, schema);
     Ok(base)
+}
+
+/// After two patches are combined, puts each merged list's items in the order its `$setElementOrder`
+/// names (deletion directives last), so the combined patch passes the order check on apply. Upstream
+/// leaves the lists in combination order, which kube-apiserver then rejects ("doesn't match
+/// $setElementOrder list") when an item with deletions moves.
+fn align_with_element_order(patch: &mut Map<String, Value>, schema: Schema) {
+    let names: Vec<String> = patch
+        .keys()
+        .filter_map(|k| k.strip_prefix(SET_ORDER_PREFIX).map(str::to_string))
+        .collect();
+    for name in names {
+        let f = schema.field(&name);
+        let key = (!f.merge_key.is_empty()).then_some(f.merge_key);
+        let order = match patch.get(&format!("{SET_ORDER_PREFIX}{name}")) {
+            Some(Value::Array(o)) => o.clone(),
+            _ => continue,
+        };
+        if let Some(Value::Array(list)) = patch.get_mut(&name) {
+            let mut items: Vec<(usize, Value)> = std::mem::take(list)
+                .into_iter()
+                .map(|v| {
+                    let pos = if v.get(PATCH).is_some() {
+                        usize::MAX
+                    } else {
+                        position_by_ident(&order, &v, key).unwrap_or(usize::MAX)
+                    };
+                    (pos, v)
+                })
+                .collect();
+            items.sort_by_key(|(p, _)| *p);
+            *list = items.into_iter().map(|(_, v)| v).collect();
+        }
+    }
 }
 
 fn merge_patch_lists(
