@@ -1,0 +1,263 @@
+//! Turning rendered template files into `helm template` output: Helm's document splitting,
+//! hook detection, install order by kind, and the `# Source:` annotations.
+
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use super::values::{go_json_kind, go_yaml_scalar_string, parse_yaml_raw};
+
+/// Helm's `InstallOrder`.
+pub const INSTALL_ORDER: &[&str] = &[
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "SecretList",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "Ingress",
+    "APIService",
+];
+
+const HOOK_EVENTS: &[&str] = &[
+    "pre-install",
+    "post-install",
+    "pre-delete",
+    "post-delete",
+    "pre-upgrade",
+    "post-upgrade",
+    "pre-rollback",
+    "post-rollback",
+    "test",
+    "test-success",
+];
+
+/// One YAML document of a rendered file.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    /// Template path it came from.
+    pub path: String,
+    /// The document text (trimmed).
+    pub content: String,
+    /// Its `kind`.
+    pub kind: String,
+}
+
+/// Helm's `SplitManifests`: splits on `---` lines (its exact regex), trims each document and
+/// drops empty ones.
+pub fn split_manifests(big: &str) -> Vec<String> {
+    static SEP: OnceLock<regex::Regex> = OnceLock::new();
+    let sep = SEP.get_or_init(|| {
+        regex::Regex::new(r"(?:^|[\t\n\x0C\r ]*\n)---[\t\n\x0C\r ]*")
+            .expect("constant regex is valid")
+    });
+    let trimmed = go_trim_space(big);
+    sep.split(trimmed)
+        .filter(|d| !d.is_empty())
+        .map(|d| go_trim_space(d).to_string())
+        .collect()
+}
+
+/// Go's `strings.TrimSpace`.
+pub fn go_trim_space(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace())
+}
+
+/// The part of a document Helm reads to classify it (its `SimpleHead`).
+struct Head {
+    kind: String,
+    annotations: Option<serde_json::Map<String, Value>>,
+}
+
+fn type_err(v: &Value, field: &str, want: &str) -> String {
+    format!(
+        "error unmarshaling JSON: json: cannot unmarshal {} into Go struct field {field} of type {want}",
+        go_json_kind(v)
+    )
+}
+
+fn string_field(v: Option<&Value>, field: &str) -> Result<String, String> {
+    match v {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(v) => go_yaml_scalar_string(v).ok_or_else(|| type_err(v, field, "string")),
+    }
+}
+
+fn parse_head(doc: &str, path: &str) -> Result<Head, String> {
+    let v = parse_yaml_raw(doc, "").map_err(|e| {
+        let e = e.strip_prefix(": ").unwrap_or(&e).to_string();
+        format!("YAML parse error on {path}: {e}")
+    })?;
+    let wrap = |e: String| format!("YAML parse error on {path}: {e}");
+    let obj = match &v {
+        Value::Null => {
+            return Ok(Head {
+                kind: String::new(),
+                annotations: None,
+            });
+        }
+        Value::Object(o) => o,
+        other => {
+            return Err(wrap(format!(
+                "error unmarshaling JSON: json: cannot unmarshal {} into Go value of type releaseutil.SimpleHead",
+                go_json_kind(other)
+            )));
+        }
+    };
+    string_field(obj.get("apiVersion"), "SimpleHead.apiVersion").map_err(wrap)?;
+    let kind = string_field(obj.get("kind"), "SimpleHead.kind").map_err(wrap)?;
+    let mut annotations = None;
+    match obj.get("metadata") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(md)) => {
+            string_field(md.get("name"), ".metadata.name").map_err(wrap)?;
+            match md.get("annotations") {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(a)) => {
+                    let mut out = serde_json::Map::new();
+                    for (k, v) in a {
+                        let s = string_field(Some(v), ".metadata.annotations").map_err(wrap)?;
+                        out.insert(k.clone(), Value::String(s));
+                    }
+                    annotations = Some(out);
+                }
+                Some(other) => {
+                    return Err(wrap(type_err(
+                        other,
+                        ".metadata.annotations",
+                        "map[string]string",
+                    )));
+                }
+            }
+        }
+        Some(other) => {
+            return Err(wrap(type_err(other, "SimpleHead.metadata", "struct { Name string \"json:\\\"name\\\"\"; Annotations map[string]string \"json:\\\"annotations\\\"\" }")));
+        }
+    }
+    Ok(Head { kind, annotations })
+}
+
+/// Helm's `SortManifests`: files in path order, documents in file order, split into hooks and
+/// ordinary manifests, each list stably sorted by install order of kind.
+pub fn sort_manifests(
+    files: &[(String, String)],
+) -> Result<(Vec<Manifest>, Vec<Manifest>), String> {
+    let mut sorted: Vec<&(String, String)> = files.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut hooks = Vec::new();
+    let mut generic = Vec::new();
+    for (path, content) in sorted {
+        let base = path.rsplit('/').next().unwrap_or(path);
+        if base.starts_with('_') || go_trim_space(content).is_empty() {
+            continue;
+        }
+        for doc in split_manifests(content) {
+            let head = parse_head(&doc, path)?;
+            let m = Manifest {
+                path: path.clone(),
+                content: doc,
+                kind: head.kind,
+            };
+            let hook = head
+                .annotations
+                .as_ref()
+                .filter(|a| !a.is_empty())
+                .and_then(|a| a.get("helm.sh/hook"))
+                .and_then(|v| v.as_str());
+            match hook {
+                None => generic.push(m),
+                Some(types) => {
+                    let known = types
+                        .split(',')
+                        .all(|t| HOOK_EVENTS.contains(&t.trim().to_lowercase().as_str()));
+                    if known {
+                        hooks.push(m);
+                    }
+                    // Unknown hooks are skipped, as Helm does (it only logs them).
+                }
+            }
+        }
+    }
+    sort_by_kind(&mut hooks);
+    sort_by_kind(&mut generic);
+    Ok((hooks, generic))
+}
+
+fn sort_by_kind(ms: &mut [Manifest]) {
+    let rank = |k: &str| INSTALL_ORDER.iter().position(|x| *x == k);
+    ms.sort_by(|a, b| {
+        use std::cmp::Ordering;
+        match (rank(&a.kind), rank(&b.kind)) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => a.kind.cmp(&b.kind),
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_helm() {
+        assert_eq!(split_manifests("a: 1\n---\nb: 2\n"), vec!["a: 1", "b: 2"]);
+        assert_eq!(split_manifests("---\na: 1\n---  \n\n---\nb: 2"), vec!["a: 1", "---\nb: 2"]);
+        // Go's regex eats the blank lines after a separator, so a directly following `---`
+        // stays in a document of its own; Helm prints it as is.
+        assert_eq!(split_manifests("---\na: 1\n---  \n\n---\n"), vec!["a: 1", "---"]);
+        assert_eq!(split_manifests("a: '---'\n"), vec!["a: '---'"]);
+        assert!(split_manifests("  \n").is_empty());
+    }
+
+    #[test]
+    fn orders_by_kind_then_keeps_file_order() {
+        let files = vec![
+            ("c/templates/b.yaml".to_string(), "kind: Deployment\nmetadata: {name: d}\n---\nkind: Zed\n---\nkind: Alpha\n".to_string()),
+            ("c/templates/a.yaml".to_string(), "kind: Service\n---\nkind: Namespace\n".to_string()),
+            ("c/templates/h.yaml".to_string(), "kind: Pod\nmetadata:\n  annotations:\n    helm.sh/hook: test\n    helm.sh/hook-weight: 5\n".to_string()),
+            ("c/templates/u.yaml".to_string(), "kind: Pod\nmetadata:\n  annotations:\n    helm.sh/hook: bogus\n".to_string()),
+            ("c/templates/_p.tpl".to_string(), "kind: Secret\n".to_string()),
+        ];
+        let (hooks, m) = sort_manifests(&files).unwrap();
+        let kinds: Vec<&str> = m.iter().map(|x| x.kind.as_str()).collect();
+        assert_eq!(kinds, vec!["Namespace", "Service", "Deployment", "Alpha", "Zed"]);
+        assert_eq!(hooks.len(), 1);
+    }
+
+    #[test]
+    fn yaml_errors_name_the_file() {
+        let files = vec![("c/templates/x.yaml".to_string(), "a: [\n".to_string())];
+        let e = sort_manifests(&files).unwrap_err();
+        assert!(e.starts_with("YAML parse error on c/templates/x.yaml"), "{e}");
+        let files = vec![("c/templates/x.yaml".to_string(), "just a string\n".to_string())];
+        assert!(sort_manifests(&files).is_err());
+    }
+}
