@@ -434,3 +434,91 @@ fn deep_nesting_is_an_error() {
         cur = m.remove("a").unwrap_or(Value::Null);
     }
 }
+
+/// The live object kube-apiserver would hold for `config`: `imagePullPolicy` and port `protocol`
+/// defaulted, a label added by another actor, a status.
+fn defaulted_live(config: &Value) -> Value {
+    let mut live = config.clone();
+    live["metadata"]["labels"]["injected-by"] = json!("webhook");
+    live["status"] = json!({"replicas": 1});
+    if let Some(cs) = live["spec"]["template"]["spec"]["containers"].as_array_mut() {
+        for c in cs {
+            c["imagePullPolicy"] = json!("IfNotPresent");
+            if let Some(ps) = c.get_mut("ports").and_then(Value::as_array_mut) {
+                for p in ps {
+                    if p.get("protocol").is_none() {
+                        p["protocol"] = json!("TCP");
+                    }
+                }
+            }
+        }
+    }
+    live
+}
+
+/// What kubectl apply of `new` over `live` (created from `old`) must leave: `new`, plus the defaults
+/// on items that stay and whose field neither configuration sets, plus the fields others set.
+fn expected_after_apply(old: &Value, new: &Value, live: &Value) -> Value {
+    let mut want = new.clone();
+    let old_cs = old["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if let Some(cs) = want["spec"]["template"]["spec"]["containers"].as_array_mut() {
+        for c in cs {
+            let Some(oc) = old_cs.iter().find(|o| o["name"] == c["name"]) else {
+                continue;
+            };
+            if c.get("imagePullPolicy").is_none() {
+                c["imagePullPolicy"] = json!("IfNotPresent");
+            }
+            let old_ports = oc
+                .get("ports")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            if let Some(ps) = c.get_mut("ports").and_then(Value::as_array_mut) {
+                for p in ps {
+                    let Some(op) = old_ports
+                        .iter()
+                        .find(|o| o["containerPort"] == p["containerPort"])
+                    else {
+                        continue;
+                    };
+                    if p.get("protocol").is_none() && op.get("protocol").is_none() {
+                        p["protocol"] = json!("TCP");
+                    }
+                }
+            }
+        }
+    }
+    // Others' label survives unless the whole labels map was dropped from the configuration.
+    let new_has = new["metadata"].get("labels").is_some();
+    let old_has = old["metadata"].get("labels").is_some();
+    if new_has || !old_has {
+        if !new_has {
+            want["metadata"]["labels"] = json!({});
+        }
+        want["metadata"]["labels"]["injected-by"] = json!("webhook");
+    }
+    want["status"] = live["status"].clone();
+    want
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(256), ..ProptestConfig::default() })]
+
+    /// kubectl apply against a live object with server defaults and others' fields: the result is the
+    /// new configuration, defaults kept where neither configuration set the field, others' fields kept.
+    #[test]
+    fn apply_over_defaulted_live(a in deployment(), b in deployment()) {
+        let s = schema("apps/v1", "Deployment");
+        let live = defaulted_live(&a);
+        let patch = strategic::three_way(Some(&a), &b, &live, s)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let got = strategic::apply(&live, &patch, s)
+            .map_err(|e| TestCaseError::fail(format!("{e}; patch {patch}")))?;
+        let want = expected_after_apply(&a, &b, &live);
+        prop_assert_eq!(&got, &want, "patch {}", patch);
+    }
+}

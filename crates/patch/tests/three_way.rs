@@ -32,7 +32,7 @@ fn live_from(config: &Value) -> Value {
     if let Some(cs) = live["spec"]["template"]["spec"]["containers"].as_array_mut() {
         for c in cs {
             c["imagePullPolicy"] = json!("IfNotPresent");
-            if let Some(ps) = c["ports"].as_array_mut() {
+            if let Some(ps) = c.get_mut("ports").and_then(Value::as_array_mut) {
                 for p in ps {
                     p["protocol"] = json!("TCP");
                 }
