@@ -1,2 +1,23 @@
 //! A Kubernetes-compatible API server: storage, REST, watch, discovery, CRDs. Knows nothing of Fleet.
+pub mod app;
+pub mod auth;
+pub mod builtin;
+pub mod crd;
+pub mod discovery;
+pub mod errors;
+pub mod gc;
+pub mod handlers;
+pub mod kinds;
+pub mod objects;
+pub mod ops;
+pub mod patch;
+pub mod pki;
+pub mod registry;
+pub mod request;
+pub mod selectors;
+pub mod serve;
 pub mod store;
+pub mod validation;
+pub mod watch;
+
+pub use app::{ApiServer, ApiServerConfig, Error};

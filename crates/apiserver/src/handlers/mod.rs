@@ -1,0 +1,88 @@
+//! HTTP routing: fixed endpoints (health, version, discovery, OpenAPI) plus one dispatcher for
+//! every `/api/...` and `/apis/...` resource path, which picks the verb from the method, the
+//! path shape and the query.
+
+pub mod read;
+pub mod write;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+
+use crate::app::ApiServer;
+use crate::errors::{ApiError, ApiResult};
+use crate::request::{Query, ResourcePath, Target, parse_path};
+
+/// A JSON response with the given status.
+pub fn json_response(code: u16, body: Bytes) -> Response {
+    let mut r = (StatusCode::from_u16(code).unwrap_or(StatusCode::OK), body).into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// Builds the router with every route.
+pub fn router(srv: ApiServer) -> Router {
+    crate::discovery::routes()
+        .fallback(dispatch)
+        .with_state(srv)
+}
+
+async fn dispatch(State(srv): State<ApiServer>, req: Request) -> Response {
+    match dispatch_inner(srv, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn dispatch_inner(srv: ApiServer, req: Request) -> ApiResult<Response> {
+    let path = req.uri().path().to_string();
+    let target = match parse_path(&path)? {
+        Some(t) => t,
+        None => return Err(ApiError::path_not_found(&path)),
+    };
+    let query = Query::parse(req.uri().query())?;
+    match target {
+        Target::GroupVersion { group, version } => crate::discovery::group_version(&srv, &group, &version),
+        Target::Group(group) => crate::discovery::group(&srv, &group),
+        Target::Resource(rp) => resource(srv, rp, query, req).await,
+    }
+}
+
+async fn resource(srv: ApiServer, rp: ResourcePath, q: Query, req: Request) -> ApiResult<Response> {
+    let Some(info) = srv.registry().lookup(&rp.group, &rp.version, &rp.plural) else {
+        return Err(ApiError::path_not_found(req.uri().path()));
+    };
+    if rp.namespace.is_some() && !info.namespaced {
+        return Err(ApiError::path_not_found(req.uri().path()));
+    }
+    match rp.sub.as_deref() {
+        None => {}
+        Some("status") if info.status => {}
+        Some("scale") if info.scale.is_some() => {}
+        Some("finalize") if info.builtin && info.kind == "Namespace" => {}
+        Some(_) => return Err(ApiError::path_not_found(req.uri().path())),
+    }
+    let ns = rp.namespace.as_deref();
+    let method = req.method().clone();
+    let headers = req.headers().clone();
+    let body: Body = req.into_body();
+    match (&method, rp.name.as_deref()) {
+        (&Method::GET, Some(name)) => read::get(&srv, &info, ns, name, rp.sub.as_deref()),
+        (&Method::GET, None) if q.watch => crate::watch::watch(&srv, info, rp.namespace.clone(), &q, &headers),
+        (&Method::GET, None) => read::list(&srv, &info, ns, &q, &headers),
+        (&Method::POST, None) => write::create(&srv, &info, ns, &q, &headers, body).await,
+        (&Method::PUT, Some(name)) => write::update(&srv, &info, ns, name, rp.sub.as_deref(), &q, &headers, body).await,
+        (&Method::PATCH, Some(name)) => {
+            crate::patch::patch(&srv, &info, ns, name, rp.sub.as_deref(), &q, &headers, body).await
+        }
+        (&Method::DELETE, Some(name)) if rp.sub.is_none() => write::delete(&srv, &info, ns, name, &q, body).await,
+        (&Method::DELETE, None) => write::delete_collection(&srv, &info, ns, &q, body).await,
+        (m, _) => Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({m} {})",
+            info.group_resource()
+        ))),
+    }
+}

@@ -1,0 +1,461 @@
+//! The write path shared by HTTP handlers and background controllers: create, guaranteed update
+//! (read-modify-write with retry on conflict), delete with finalizers and propagation policies.
+//! Every object-level rule (server-set metadata, generation, status subresource, CRD schemas,
+//! finalizers) lives here so that no caller can bypass it.
+
+use serde_json::{Value, json};
+
+use crate::app::ApiServer;
+use crate::errors::{ApiError, ApiResult, Cause};
+use crate::kinds;
+use crate::objects::{finalizers, meta_mut, meta_str, now, random_suffix, same_object, spec_changed};
+use crate::registry::ResourceInfo;
+use crate::store::{Obj, Rev, StoreError};
+use crate::validation::validate_metadata;
+
+/// How many times a read-modify-write retries on a conflicting concurrent write.
+const MAX_RETRIES: usize = 16;
+
+/// Finalizer the garbage collector uses for foreground deletion.
+pub const FOREGROUND: &str = "foregroundDeletion";
+/// Finalizer the garbage collector uses for orphaning dependents.
+pub const ORPHAN: &str = "orphan";
+
+/// The result of a write: the stored object, or (dry run / no-op / deleted) its JSON.
+#[derive(Debug)]
+pub enum Written {
+    /// The object as stored (or as it was at deletion).
+    Stored(Obj),
+    /// A value that was not stored (dry run).
+    Unstored(Value),
+}
+
+impl Written {
+    /// The JSON body to answer with.
+    pub fn into_bytes(self) -> bytes::Bytes {
+        match self {
+            Written::Stored(o) => o.json,
+            Written::Unstored(v) => bytes::Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
+        }
+    }
+}
+
+/// How a DELETE treats dependents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Propagation {
+    /// Delete the owner now, dependents afterwards (default).
+    Background,
+    /// Delete dependents first, then the owner.
+    Foreground,
+    /// Keep dependents, removing their owner reference.
+    Orphan,
+}
+
+/// Options of a DELETE (query and `DeleteOptions` body).
+#[derive(Clone, Debug)]
+pub struct DeleteOpts {
+    /// Propagation policy.
+    pub propagation: Propagation,
+    /// `preconditions.uid`.
+    pub uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub resource_version: Option<Rev>,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+}
+
+impl Default for DeleteOpts {
+    fn default() -> DeleteOpts {
+        DeleteOpts { propagation: Propagation::Background, uid: None, resource_version: None, dry_run: false }
+    }
+}
+
+/// Parses a resourceVersion string; a malformed one is a 400.
+pub fn parse_rv(s: &str) -> ApiResult<Rev> {
+    s.parse::<Rev>()
+        .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {s:?}: must be an integer")))
+}
+
+fn decode(obj: &Obj) -> ApiResult<Value> {
+    serde_json::from_slice(&obj.json).map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))
+}
+
+/// Checks `apiVersion`/`kind` of a body against the endpoint, filling them in when absent.
+pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
+    let want_av = info.api_version();
+    let av = obj.get("apiVersion").and_then(Value::as_str).map(str::to_string);
+    let kind = obj.get("kind").and_then(Value::as_str).map(str::to_string);
+    if let Some(av) = av.as_deref().filter(|s| !s.is_empty()) {
+        // Any served version of the same group is accepted and converted (no schema changes
+        // between CRD versions: the "None" conversion strategy).
+        let group = av.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+        if group != info.group {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({av}) does not match the expected API version ({want_av})"
+            )));
+        }
+    }
+    if let Some(k) = kind.as_deref().filter(|s| !s.is_empty()) {
+        if k != info.kind {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                info.kind
+            )));
+        }
+    }
+    if let Some(m) = obj.as_object_mut() {
+        m.insert("apiVersion".into(), json!(want_av));
+        m.insert("kind".into(), json!(info.kind));
+    }
+    Ok(())
+}
+
+impl ApiServer {
+    /// Whether `ns` exists and is not terminating: 404 NotFound / 403 Forbidden otherwise.
+    pub(crate) fn check_namespace(&self, ns: &str) -> ApiResult<()> {
+        let key = format!("/core/namespaces//{ns}");
+        let Some(obj) = self.store().get(&key) else {
+            return Err(ApiError::not_found("", "namespaces", ns));
+        };
+        let v = decode(&obj)?;
+        if v.pointer("/metadata/deletionTimestamp").is_some() {
+            return Err(ApiError::forbidden(format!(
+                "unable to create new content in namespace {ns} because it is being terminated"
+            ))
+            .with_details("", "namespaces", ns));
+        }
+        Ok(())
+    }
+
+    /// Creates an object (POST, or apply on a missing object).
+    pub async fn create(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        mut obj: Value,
+        dry_run: bool,
+    ) -> ApiResult<Written> {
+        check_type(info, &mut obj)?;
+        let body_ns = meta_str(&obj, "namespace").map(str::to_string);
+        let ns = if info.namespaced {
+            let ns = match (ns, body_ns.as_deref()) {
+                (Some(p), Some(b)) if !b.is_empty() && p != b => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                (Some(p), _) => p.to_string(),
+                (None, Some(b)) if !b.is_empty() => b.to_string(),
+                _ => return Err(ApiError::bad_request("a namespace is required to create a namespaced object")),
+            };
+            Some(ns)
+        } else {
+            None
+        };
+        if info.kind == "CustomResourceDefinition" {
+            // Creating instances of a CRD that is being deleted is refused by kube-apiserver too.
+        } else if !info.builtin && self.crd_terminating(info) {
+            return Err(ApiError::method_not_allowed(format!(
+                "create not allowed while custom resource definition is terminating ({})",
+                info.group_resource()
+            )));
+        }
+        {
+            let m = meta_mut(&mut obj);
+            match &ns {
+                Some(n) => {
+                    m.insert("namespace".into(), json!(n));
+                }
+                None => {
+                    m.remove("namespace");
+                }
+            }
+            for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+                m.remove(f);
+            }
+            m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            m.insert("creationTimestamp".into(), json!(now()));
+            m.insert("generation".into(), json!(1));
+        }
+        let generate = meta_str(&obj, "generateName").map(str::to_string).filter(|_| {
+            meta_str(&obj, "name").is_none_or(str::is_empty)
+        });
+        if let Some(prefix) = &generate {
+            meta_mut(&mut obj).insert("name".into(), json!(format!("{prefix}{}", random_suffix())));
+        }
+        if info.status && !info.builtin {
+            if let Some(m) = obj.as_object_mut() {
+                m.remove("status");
+            }
+        }
+        kinds::prepare_create(info, &mut obj)?;
+        self.validate(info, &mut obj)?;
+        if let Some(n) = &ns {
+            self.check_namespace(n)?;
+        }
+        if dry_run {
+            return Ok(Written::Unstored(obj));
+        }
+        let mut attempts = 0;
+        loop {
+            let name = meta_str(&obj, "name").unwrap_or("").to_string();
+            let key = info.key(ns.as_deref(), &name);
+            match self.store().create(&key, obj.clone()).await {
+                Ok(o) => {
+                    kinds::after_write(self, info, &o, false);
+                    return Ok(Written::Stored(o));
+                }
+                Err(StoreError::AlreadyExists(_)) if generate.is_some() && attempts < 5 => {
+                    attempts += 1;
+                    let prefix = generate.clone().unwrap_or_default();
+                    meta_mut(&mut obj).insert("name".into(), json!(format!("{prefix}{}", random_suffix())));
+                }
+                Err(e) => return Err(ApiError::from_store(e, &info.group, &info.plural, &name)),
+            }
+        }
+    }
+
+    /// Metadata validation plus the CRD schema (prune, default, validate) for custom resources.
+    fn validate(&self, info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
+        let rule = kinds::name_rule(info);
+        let mut causes: Vec<Cause> = validate_metadata(obj, rule);
+        if let Some(schema) = &info.schema {
+            causes.extend(schema.process(obj));
+        }
+        causes.extend(kinds::validate(info, obj));
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            let name = meta_str(obj, "name").unwrap_or("").to_string();
+            Err(ApiError::invalid(&info.group, &info.kind, &name, causes))
+        }
+    }
+
+    fn crd_terminating(&self, info: &ResourceInfo) -> bool {
+        let key = format!("/apiextensions.k8s.io/customresourcedefinitions//{}.{}", info.plural, info.group);
+        self.store()
+            .get(&key)
+            .and_then(|o| serde_json::from_slice::<Value>(&o.json).ok())
+            .is_some_and(|v| v.pointer("/metadata/deletionTimestamp").is_some())
+    }
+
+    /// Read-modify-write of one object. `mutate` gets the current object and returns the desired
+    /// one (`None` = leave unchanged). `precondition` pins the revision (client-supplied
+    /// resourceVersion: a mismatch is 409 Conflict); without it, conflicts are retried.
+    /// `sub` is the subresource being written (`status`, `finalize`), which limits what changes.
+    pub async fn guaranteed_update<F>(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        sub: Option<&str>,
+        dry_run: bool,
+        mut mutate: F,
+    ) -> ApiResult<Written>
+    where
+        F: FnMut(&Value) -> ApiResult<Option<Value>>,
+    {
+        let key = info.key(ns, name);
+        for _ in 0..MAX_RETRIES {
+            let Some(cur) = self.store().get(&key) else {
+                return Err(ApiError::not_found(&info.group, &info.plural, name));
+            };
+            let old = decode(&cur)?;
+            // The callback sees the object without its resourceVersion, so that only a version
+            // the client itself supplied acts as a precondition.
+            let mut view = old.clone();
+            meta_mut(&mut view).remove("resourceVersion");
+            let Some(mut new) = mutate(&view)? else {
+                return Ok(Written::Stored(cur));
+            };
+            // A resourceVersion in the desired object is a precondition.
+            let precondition = match meta_str(&new, "resourceVersion").filter(|s| !s.is_empty()) {
+                Some(rv) => Some(parse_rv(rv)?),
+                None => None,
+            };
+            if let Some(p) = precondition {
+                if p != cur.rev {
+                    return Err(ApiError::conflict(&info.group, &info.plural, name));
+                }
+            }
+            self.prepare_update(info, &old, &mut new, sub)?;
+            if dry_run {
+                return Ok(Written::Unstored(new));
+            }
+            if same_object(&old, &new) {
+                return Ok(Written::Stored(cur));
+            }
+            let deleting = new.pointer("/metadata/deletionTimestamp").is_some();
+            let remove = deleting && finalizers(&new).is_empty() && !kinds::blocks_deletion(info, &new);
+            let result = if remove {
+                self.store().delete(&key, Some(cur.rev)).await
+            } else {
+                self.store().update(&key, Some(cur.rev), new).await
+            };
+            match result {
+                Ok(o) => {
+                    kinds::after_write(self, info, &o, remove);
+                    if deleting {
+                        self.inner.gc_kick.notify_one();
+                    }
+                    return Ok(Written::Stored(o));
+                }
+                Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,
+                Err(e) => return Err(ApiError::from_store(e, &info.group, &info.plural, name)),
+            }
+        }
+        Err(ApiError::conflict(&info.group, &info.plural, name))
+    }
+
+    /// Turns a client's desired object into what gets stored: immutable metadata kept, status
+    /// or spec frozen depending on the subresource, generation bumped on spec changes, schema
+    /// and metadata validated.
+    fn prepare_update(&self, info: &ResourceInfo, old: &Value, new: &mut Value, sub: Option<&str>) -> ApiResult<()> {
+        check_type(info, new)?;
+        let name = meta_str(old, "name").unwrap_or("").to_string();
+        if let Some(n) = meta_str(new, "name").filter(|n| !n.is_empty()) {
+            if n != name {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
+            }
+        }
+        if info.namespaced {
+            if let (Some(a), Some(b)) = (meta_str(old, "namespace"), meta_str(new, "namespace")) {
+                if !b.is_empty() && a != b {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+            }
+        }
+        match sub {
+            Some("status") => {
+                let status = new.get("status").cloned();
+                let mut merged = old.clone();
+                if let Some(m) = merged.as_object_mut() {
+                    match status {
+                        Some(s) => m.insert("status".into(), s),
+                        None => m.remove("status"),
+                    };
+                }
+                *new = merged;
+            }
+            Some("finalize") => {
+                let fin = new.pointer("/spec/finalizers").cloned();
+                let mut merged = old.clone();
+                crate::objects::set_path(&mut merged, "spec.finalizers", fin.unwrap_or(json!([])));
+                *new = merged;
+            }
+            _ => {
+                if info.status {
+                    if let Some(m) = new.as_object_mut() {
+                        match old.get("status") {
+                            Some(s) => m.insert("status".into(), s.clone()),
+                            None => m.remove("status"),
+                        };
+                    }
+                }
+            }
+        }
+        let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
+        let bump = sub.is_none() && spec_changed(old, new);
+        {
+            let m = meta_mut(new);
+            m.remove("resourceVersion");
+            m.remove("selfLink");
+            for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "namespace", "name", "generation"] {
+                match old_meta.get(f) {
+                    Some(v) => m.insert(f.into(), v.clone()),
+                    None => m.remove(f),
+                };
+            }
+            let generation = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
+            m.insert("generation".into(), json!(if bump { generation + 1 } else { generation }));
+        }
+        if old.pointer("/metadata/deletionTimestamp").is_some() {
+            // New finalizers may not be added to an object being deleted.
+            let before = finalizers(old);
+            let added: Vec<String> = finalizers(new).into_iter().filter(|f| !before.contains(f)).collect();
+            if !added.is_empty() {
+                return Err(ApiError::forbidden(format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                )));
+            }
+        }
+        kinds::prepare_update(info, old, new)?;
+        self.validate(info, new)
+    }
+
+    /// Deletes an object: immediately when nothing blocks it, otherwise by setting
+    /// `deletionTimestamp` and leaving finalizers (and the garbage collector) to finish.
+    pub async fn delete(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        opts: &DeleteOpts,
+    ) -> ApiResult<Written> {
+        let key = info.key(ns, name);
+        for _ in 0..MAX_RETRIES {
+            let Some(cur) = self.store().get(&key) else {
+                return Err(ApiError::not_found(&info.group, &info.plural, name));
+            };
+            let mut obj = decode(&cur)?;
+            if let Some(uid) = &opts.uid {
+                if meta_str(&obj, "uid") != Some(uid.as_str()) {
+                    return Err(ApiError::conflict(&info.group, &info.plural, name));
+                }
+            }
+            if let Some(rv) = opts.resource_version {
+                if rv != cur.rev {
+                    return Err(ApiError::conflict(&info.group, &info.plural, name));
+                }
+            }
+            let mut fins = finalizers(&obj);
+            let extra = match opts.propagation {
+                Propagation::Foreground => Some(FOREGROUND),
+                Propagation::Orphan => Some(ORPHAN),
+                Propagation::Background => None,
+            };
+            if let Some(f) = extra {
+                if !fins.iter().any(|x| x == f) {
+                    fins.push(f.to_string());
+                }
+            }
+            let blocked = !fins.is_empty() || kinds::blocks_deletion(info, &obj);
+            if opts.dry_run {
+                return Ok(Written::Unstored(obj));
+            }
+            let result = if blocked {
+                let already = obj.pointer("/metadata/deletionTimestamp").is_some();
+                if already && fins == finalizers(&obj) {
+                    return Ok(Written::Stored(cur));
+                }
+                {
+                    let m = meta_mut(&mut obj);
+                    if !already {
+                        m.insert("deletionTimestamp".into(), json!(now()));
+                        m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                    }
+                    m.insert("finalizers".into(), json!(fins));
+                    m.remove("resourceVersion");
+                }
+                kinds::on_delete_marked(info, &mut obj);
+                self.store().update(&key, Some(cur.rev), obj).await
+            } else {
+                self.store().delete(&key, Some(cur.rev)).await
+            };
+            match result {
+                Ok(o) => {
+                    kinds::after_write(self, info, &o, !blocked);
+                    self.inner.gc_kick.notify_one();
+                    return Ok(Written::Stored(o));
+                }
+                Err(StoreError::Conflict { .. }) if opts.resource_version.is_none() => continue,
+                Err(e) => return Err(ApiError::from_store(e, &info.group, &info.plural, name)),
+            }
+        }
+        Err(ApiError::conflict(&info.group, &info.plural, name))
+    }
+}
