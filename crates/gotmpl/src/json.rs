@@ -1,0 +1,203 @@
+//! JSON exactly as Go's encoding/json writes it (sorted keys, HTML-safe escaping, Go float
+//! formatting), plus decoding into float64-number values like `json.Unmarshal`.
+
+use std::fmt::Write as _;
+
+use crate::value::{Value, float_digits};
+
+/// json.Marshal (html_safe = true) or an Encoder with SetEscapeHTML(false).
+/// Returns "" on unsupported values (NaN/Inf), as Helm's toJson does on error.
+pub fn to_json(v: &Value, html_safe: bool) -> String {
+    let mut out = String::new();
+    if write_json(&mut out, v, html_safe, None, 0).is_err() {
+        return String::new();
+    }
+    out
+}
+
+/// json.MarshalIndent(v, "", "  ").
+pub fn to_json_pretty(v: &Value, html_safe: bool) -> String {
+    let mut out = String::new();
+    if write_json(&mut out, v, html_safe, Some("  "), 0).is_err() {
+        return String::new();
+    }
+    out
+}
+
+fn newline(out: &mut String, indent: Option<&str>, level: usize) {
+    if let Some(ind) = indent {
+        out.push('\n');
+        for _ in 0..level {
+            out.push_str(ind);
+        }
+    }
+}
+
+fn write_json(
+    out: &mut String,
+    v: &Value,
+    html: bool,
+    indent: Option<&str>,
+    level: usize,
+) -> Result<(), ()> {
+    match v {
+        Value::Nil => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::Float(f) => out.push_str(&go_json_float(*f).ok_or(())?),
+        Value::String(s) => write_str(out, s, html),
+        Value::List(l) => {
+            if l.is_empty() {
+                out.push_str("[]");
+                return Ok(());
+            }
+            out.push('[');
+            for (i, e) in l.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, indent, level + 1);
+                write_json(out, e, html, indent, level + 1)?;
+            }
+            newline(out, indent, level);
+            out.push(']');
+        }
+        Value::Map(m) => {
+            if m.is_empty() {
+                out.push_str("{}");
+                return Ok(());
+            }
+            out.push('{');
+            for (i, (k, e)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, indent, level + 1);
+                write_str(out, k, html);
+                out.push(':');
+                if indent.is_some() {
+                    out.push(' ');
+                }
+                write_json(out, e, html, indent, level + 1)?;
+            }
+            newline(out, indent, level);
+            out.push('}');
+        }
+        Value::Object(o) => {
+            let v = Value::from(o.to_json());
+            write_json(out, &v, html, indent, level)?;
+        }
+    }
+    Ok(())
+}
+
+/// Go's float64 JSON text: 'f' format unless tiny/huge, then 'e' with a short exponent.
+pub(crate) fn go_json_float(f: f64) -> Option<String> {
+    if !f.is_finite() {
+        return None;
+    }
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let (neg, digits, dp) = float_digits(f, None);
+        let mut s = String::new();
+        if neg {
+            s.push('-');
+        }
+        s.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            s.push('.');
+            s.push_str(&digits[1..]);
+        }
+        let e = dp - 1;
+        let _ = write!(s, "e{}{}", if e < 0 { '-' } else { '+' }, e.abs());
+        // Go pads to two digits then trims "e-0X" to "e-X"; positive exponents keep 2 digits.
+        if e >= 0 && e < 10 {
+            s = s.replacen(&format!("e+{}", e), &format!("e+0{}", e), 1);
+        }
+        return Some(s);
+    }
+    if f == 0.0 {
+        return Some(if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        });
+    }
+    let (neg, digits, dp) = float_digits(f, None);
+    let mut s = String::new();
+    if neg {
+        s.push('-');
+    }
+    let nd = digits.len() as i64;
+    if dp <= 0 {
+        s.push_str("0.");
+        for _ in 0..(-dp) {
+            s.push('0');
+        }
+        s.push_str(&digits);
+    } else if dp >= nd {
+        s.push_str(&digits);
+        for _ in 0..(dp - nd) {
+            s.push('0');
+        }
+    } else {
+        s.push_str(&digits[..dp as usize]);
+        s.push('.');
+        s.push_str(&digits[dp as usize..]);
+    }
+    Some(s)
+}
+
+fn write_str(out: &mut String, s: &str, html: bool) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '<' | '>' | '&' if html => {
+                let _ = write!(out, "\\u00{:02x}", c as u32);
+            }
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u00{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// json.Unmarshal into interface{}: numbers become float64.
+pub fn from_json(text: &str) -> Result<Value, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    Ok(Value::from_json_float(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats() {
+        assert_eq!(go_json_float(1e6).as_deref(), Some("1000000"));
+        assert_eq!(go_json_float(1.5).as_deref(), Some("1.5"));
+        assert_eq!(go_json_float(1e21).as_deref(), Some("1e+21"));
+        assert_eq!(go_json_float(1e-7).as_deref(), Some("1e-7"));
+        assert_eq!(go_json_float(0.000001).as_deref(), Some("0.000001"));
+    }
+
+    #[test]
+    fn html_escape() {
+        assert_eq!(
+            to_json(&Value::str("<a&b>"), true),
+            "\"\\u003ca\\u0026b\\u003e\""
+        );
+        assert_eq!(to_json(&Value::str("<a>"), false), "\"<a>\"");
+    }
+}

@@ -1,0 +1,192 @@
+//! Behaviour tests for the template language (expected outputs are Go's).
+
+use gotmpl::{MissingKey, Templates, Value};
+
+fn vals(yaml: &str) -> Value {
+    gotmpl::yaml::from_yaml(yaml).expect("test yaml")
+}
+
+fn run_with(text: &str, data: &Value, mode: MissingKey) -> Result<String, String> {
+    let mut t = Templates::new();
+    t.missing_key(mode);
+    t.parse("x", text).map_err(|e| e.to_string())?;
+    t.execute("x", data).map_err(|e| e.to_string())
+}
+
+fn run(text: &str, yaml: &str) -> String {
+    match run_with(text, &vals(yaml), MissingKey::Zero) {
+        Ok(s) => s,
+        Err(e) => format!("ERR: {e}"),
+    }
+}
+
+#[test]
+fn basics() {
+    assert_eq!(run("a{{ .x }}b", "x: 1"), "a1b");
+    assert_eq!(run("{{ .x }}", "x: 1000000"), "1e+06");
+    assert_eq!(run("{{ .m }}", "m: {b: 2, a: 1}"), "map[a:1 b:2]");
+    assert_eq!(run("{{ .missing }}", "x: 1"), "<no value>");
+    assert_eq!(run("{{- /* c */ -}}  {{ 1 }}", ""), "1");
+    assert_eq!(run("a  {{- 1 -}}  b", ""), "a1b");
+    assert_eq!(run("{{ $x := 3 }}{{ $x }}{{ $x = 4 }}{{ $x }}", ""), "34");
+    assert_eq!(
+        run(
+            "{{ if .a }}A{{ else if .b }}B{{ else }}C{{ end }}",
+            "b: true"
+        ),
+        "B"
+    );
+    assert_eq!(
+        run(
+            "{{ range $k, $v := .m }}{{ $k }}={{ $v }};{{ end }}",
+            "m: {b: 2, a: 1}"
+        ),
+        "a=1;b=2;"
+    );
+    assert_eq!(
+        run(
+            "{{ range list 1 2 3 4 5 }}{{ if eq . 2 }}{{ continue }}{{ end }}{{ if eq . 4 }}{{ break }}{{ end }}{{ . }}{{ end }}",
+            ""
+        ),
+        "13"
+    );
+    assert_eq!(run("{{ range 3 }}{{ . }}{{ end }}", ""), "012");
+    assert_eq!(
+        run("{{ range .e }}x{{ else }}empty{{ end }}", "e: []"),
+        "empty"
+    );
+    assert_eq!(
+        run(
+            "{{ with .a }}{{ . }}{{ else with .b }}b{{ . }}{{ end }}",
+            "b: 2"
+        ),
+        "b2"
+    );
+    assert_eq!(
+        run(
+            r#"{{ define "t" }}T{{ . }}{{ end }}{{ template "t" 5 }}"#,
+            ""
+        ),
+        "T5"
+    );
+    assert_eq!(run(r#"{{ block "b" . }}B{{ .x }}{{ end }}"#, "x: 1"), "B1");
+    assert_eq!(
+        run(
+            r#"{{ printf "%d %s %v %q %5.2f" 3 "s" .l "q" 3.14159 }}"#,
+            "l: [1, a]"
+        ),
+        r#"3 s [1 a] "q"  3.14"#
+    );
+    assert_eq!(
+        run(r#"{{ and 1 0 }} {{ or 0 "" 3 }} {{ not 1 }}"#, ""),
+        "0 3 false"
+    );
+    assert_eq!(run(r#"{{ and false (fail "x") }}"#, ""), "false");
+    assert_eq!(
+        run(
+            r#"{{ len .l }} {{ index .l 1 }} {{ index .m "a" }} {{ slice .l 1 2 }}"#,
+            "l: [1,2,3]\nm: {a: z}"
+        ),
+        "3 2 z [2]"
+    );
+    assert_eq!(
+        run(
+            r#"{{ html "<a&'\"" }} {{ js "a'b<" }} {{ urlquery "a b&c" }}"#,
+            ""
+        ),
+        r#"&lt;a&amp;&#39;&#34; a\'b\u003C a+b%26c"#
+    );
+    assert_eq!(
+        run(r#"{{ print 1 2 "a" 3 }}|{{ println 1 "a" }}"#, ""),
+        "1 2a3|1 a\n"
+    );
+    assert_eq!(
+        run(
+            r#"{{ lt 1 2 }} {{ ge "b" "a" }} {{ eq 1 2 3 1 }} {{ ne "a" "b" }}"#,
+            ""
+        ),
+        "true true true true"
+    );
+    assert_eq!(run(r#"{{ "x" | printf "%s-%s" "y" }}"#, ""), "y-x");
+    assert_eq!(run("{{ (.m).a }}", "m: {a: 7}"), "7");
+    assert_eq!(
+        run(
+            "{{ $.x }}{{ range .l }}{{ $.x }}{{ end }}",
+            "x: X\nl: [1,2]"
+        ),
+        "XXX"
+    );
+}
+
+#[test]
+fn exec_errors() {
+    assert_eq!(
+        run("a: {{ .Values.a.b }}", "Values: {}"),
+        "ERR: template: x:1:13: executing \"x\" at <.Values.a.b>: nil pointer evaluating interface {}.b"
+    );
+    assert_eq!(
+        run("\n {{ eq .x 1 }}", "x: 1"),
+        "ERR: template: x:2:4: executing \"x\" at <eq .x 1>: error calling eq: incompatible types for comparison"
+    );
+    assert_eq!(
+        run(r#"{{ fail "boom" }}"#, ""),
+        "ERR: template: x:1:3: executing \"x\" at <fail \"boom\">: error calling fail: boom"
+    );
+    assert_eq!(
+        run(r#"{{ template "nope" }}"#, ""),
+        "ERR: template: x:1:12: executing \"x\" at <{{template \"nope\"}}>: template \"nope\" not defined"
+    );
+    assert_eq!(
+        run_with("{{ .a }}", &vals("b: 1"), MissingKey::Error).unwrap_err(),
+        "template: x:1:3: executing \"x\" at <.a>: map has no entry for key \"a\""
+    );
+    assert_eq!(
+        run("{{ upper .n }}", "n: 1"),
+        "ERR: template: x:1:9: executing \"x\" at <.n>: wrong type for value; expected string; got float64"
+    );
+}
+
+#[test]
+fn parse_errors() {
+    let p = |t: &str| {
+        let mut ts = Templates::new();
+        ts.parse("x", t).map(|_| ()).map_err(|e| e.to_string())
+    };
+    assert_eq!(
+        p("{{ .a } }}").unwrap_err(),
+        "template: x:1: unexpected \"}\" in operand"
+    );
+    assert_eq!(
+        p("{{ if .a }}").unwrap_err(),
+        "template: x:1: unexpected EOF"
+    );
+    assert_eq!(
+        p("\n{{ end }}").unwrap_err(),
+        "template: x:2: unexpected {{end}}"
+    );
+    assert_eq!(
+        p("{{ nope 1 }}").unwrap_err(),
+        "template: x:1: function \"nope\" not defined"
+    );
+    assert_eq!(
+        p("{{ $x }}").unwrap_err(),
+        "template: x:1: undefined variable \"$x\""
+    );
+    assert_eq!(p("{{ .a ").unwrap_err(), "template: x:1: unclosed action");
+    assert_eq!(
+        p("{{ \"abc }}").unwrap_err(),
+        "template: x:1: unterminated quoted string"
+    );
+    assert_eq!(
+        p("{{ break }}").unwrap_err(),
+        "template: x:1: {{break}} outside {{range}}"
+    );
+    assert_eq!(
+        p("{{ }}").unwrap_err(),
+        "template: x:1: missing value for command"
+    );
+    assert_eq!(
+        p("{{ 3x }}").unwrap_err(),
+        "template: x:1: bad number syntax: \"3x\""
+    );
+}
