@@ -1,0 +1,281 @@
+//! Authentication: who is making a request. Authorization (RBAC) is a separate, later layer that
+//! reads the [`UserInfo`] this one leaves in the request's extensions.
+//!
+//! Why here and not in the REST layer: the identity comes from the TLS connection (a verified
+//! client certificate) or a header, and every route, including discovery, needs it; the health and
+//! version endpoints stay open, as kube-apiserver's `system:public-info-viewer` role leaves them.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rustls::pki_types::CertificateDer;
+
+/// The group every authenticated user is in, as in Kubernetes.
+pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
+/// The user name given to requests without credentials (only public paths accept them).
+pub const ANONYMOUS_USER: &str = "system:anonymous";
+/// The group of requests without credentials.
+pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
+
+/// The authenticated caller, put into every request's extensions for authorization and audit.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct UserInfo {
+    /// The user name (client certificate CN, or the token's user).
+    pub name: String,
+    /// The groups (client certificate O values, or the token's groups), always including
+    /// `system:authenticated` for authenticated users.
+    pub groups: Vec<String>,
+}
+
+impl UserInfo {
+    /// A user with the given groups plus `system:authenticated`.
+    pub fn authenticated(name: impl Into<String>, groups: &[&str]) -> UserInfo {
+        let mut groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        if !groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
+            groups.push(AUTHENTICATED_GROUP.to_string());
+        }
+        UserInfo {
+            name: name.into(),
+            groups,
+        }
+    }
+
+    /// The identity of a request that presented no credentials.
+    pub fn anonymous() -> UserInfo {
+        UserInfo {
+            name: ANONYMOUS_USER.into(),
+            groups: vec![UNAUTHENTICATED_GROUP.into()],
+        }
+    }
+
+    /// Whether this user is in `group`.
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
+}
+
+/// The identity established by the TLS handshake (a client certificate verified against our CA),
+/// attached by the accept loop to every request of that connection. `None`: no certificate.
+#[derive(Clone, Debug, Default)]
+pub struct PeerIdentity(pub Option<UserInfo>);
+
+/// The user a verified client certificate stands for: CN is the user name, each O is a group.
+///
+/// The certificate must already be verified (rustls does that during the handshake); this only
+/// reads names. Returns `None` when the certificate does not parse or has no CN.
+pub fn identity_from_cert(cert: &CertificateDer<'_>) -> Option<UserInfo> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert).ok()?;
+    let subject = parsed.subject();
+    let name = subject
+        .iter_common_name()
+        .next()?
+        .as_str()
+        .ok()?
+        .to_string();
+    if name.is_empty() {
+        return None;
+    }
+    let groups: Vec<&str> = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok())
+        .collect();
+    Some(UserInfo::authenticated(name, &groups))
+}
+
+/// Checks requests' credentials. Cheap to clone (shared).
+#[derive(Clone, Debug, Default)]
+pub struct Authenticator {
+    tokens: Arc<Vec<(String, UserInfo)>>,
+}
+
+impl Authenticator {
+    /// An authenticator accepting verified client certificates and the given static bearer tokens.
+    pub fn new(tokens: Vec<(String, UserInfo)>) -> Authenticator {
+        Authenticator {
+            tokens: Arc::new(tokens),
+        }
+    }
+
+    /// The user a bearer token belongs to. Compares in constant time so response timing does not
+    /// reveal how much of a guessed token matched.
+    pub fn authenticate_token(&self, token: &str) -> Option<UserInfo> {
+        let mut found = None;
+        for (t, user) in self.tokens.iter() {
+            if constant_time_eq(t.as_bytes(), token.as_bytes()) {
+                found = Some(user.clone());
+            }
+        }
+        found
+    }
+
+    /// Decides who made a request: a valid bearer token, else a verified client certificate.
+    /// An error means credentials were presented but are not valid (always 401, even on public
+    /// paths, as kube-apiserver does); `Ok(None)` means no credentials at all.
+    pub fn authenticate(
+        &self,
+        authorization: Option<&HeaderValue>,
+        peer: Option<&PeerIdentity>,
+    ) -> Result<Option<UserInfo>, InvalidCredentials> {
+        if let Some(value) = authorization {
+            let token = value
+                .to_str()
+                .ok()
+                .and_then(bearer_token)
+                .ok_or(InvalidCredentials)?;
+            return self
+                .authenticate_token(token)
+                .map(Some)
+                .ok_or(InvalidCredentials);
+        }
+        Ok(peer.and_then(|p| p.0.clone()))
+    }
+}
+
+/// Credentials were presented but are not valid (unknown token, malformed header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid credentials")]
+pub struct InvalidCredentials;
+
+/// The token in an `Authorization: Bearer <token>` header value (scheme case-insensitive).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let token = rest.trim();
+    (!token.is_empty()).then_some(token)
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Paths anyone may read without credentials: health and version, as kube-apiserver allows them
+/// to `system:unauthenticated`.
+pub fn is_public_path(path: &str) -> bool {
+    const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/livez", "/version"];
+    PUBLIC.iter().any(|p| {
+        path == *p
+            || path
+                .strip_prefix(p)
+                .is_some_and(|rest| rest.starts_with('/'))
+    })
+}
+
+/// The 401 answer, a Kubernetes `Status` like kube-apiserver's.
+pub fn unauthorized() -> Response {
+    let body = serde_json::json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "Unauthorized",
+        "reason": "Unauthorized",
+        "code": 401
+    });
+    let mut resp = (StatusCode::UNAUTHORIZED, Body::from(body.to_string())).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// axum middleware: authenticates the request, stores its [`UserInfo`] in the extensions, and
+/// answers 401 when it has invalid credentials, or none on a non-public path.
+///
+/// Install with `router.layer(axum::middleware::from_fn_with_state(authenticator, authenticate))`.
+pub async fn authenticate(
+    State(auth): State<Authenticator>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let result = auth.authenticate(
+        req.headers().get(header::AUTHORIZATION),
+        req.extensions().get(),
+    );
+    let user = match result {
+        Ok(Some(user)) => user,
+        Ok(None) if is_public_path(req.uri().path()) => UserInfo::anonymous(),
+        Ok(None) | Err(InvalidCredentials) => return unauthorized(),
+    };
+    req.extensions_mut().insert(user);
+    next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_paths() {
+        for p in [
+            "/healthz",
+            "/readyz",
+            "/livez",
+            "/version",
+            "/healthz/ping",
+            "/readyz/etcd",
+        ] {
+            assert!(is_public_path(p), "{p}");
+        }
+        for p in ["/", "/api", "/healthzx", "/versions", "/api/v1/healthz"] {
+            assert!(!is_public_path(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn bearer_parsing() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer   abc "), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearer "), None);
+        assert_eq!(bearer_token(""), None);
+    }
+
+    #[test]
+    fn token_and_peer_precedence() {
+        let admin = UserInfo::authenticated("admin", &["system:masters"]);
+        let auth = Authenticator::new(vec![("s3cret".into(), admin.clone())]);
+        let peer = PeerIdentity(Some(UserInfo::authenticated("bob", &[])));
+        let good = HeaderValue::from_static("Bearer s3cret");
+        let bad = HeaderValue::from_static("Bearer s3crex");
+        assert_eq!(
+            auth.authenticate(Some(&good), None),
+            Ok(Some(admin.clone()))
+        );
+        assert_eq!(
+            auth.authenticate(Some(&bad), Some(&peer)),
+            Err(InvalidCredentials)
+        );
+        assert_eq!(
+            auth.authenticate(None, Some(&peer)).unwrap().unwrap().name,
+            "bob"
+        );
+        assert_eq!(auth.authenticate(None, None), Ok(None));
+        assert!(admin.in_group(AUTHENTICATED_GROUP));
+    }
+
+    #[test]
+    fn cert_identity() {
+        let pki = crate::pki::Pki::ephemeral(&[]).unwrap();
+        let ck = pki.issue_client_cert("alice", &["dev", "ops"]).unwrap();
+        let der = CertificateDer::from_pem_slice(ck.cert_pem.as_bytes()).unwrap();
+        let user = identity_from_cert(&der).unwrap();
+        assert_eq!(user.name, "alice");
+        assert_eq!(user.groups, vec!["dev", "ops", AUTHENTICATED_GROUP]);
+        assert_eq!(
+            identity_from_cert(&CertificateDer::from(vec![1u8, 2, 3])),
+            None
+        );
+    }
+
+    use rustls::pki_types::pem::PemObject;
+}
