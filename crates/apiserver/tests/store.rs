@@ -25,7 +25,10 @@ fn key(i: usize) -> String {
 
 fn rv_of(o: &Obj) -> String {
     let v: Value = serde_json::from_slice(&o.json).expect("stored JSON parses");
-    v["metadata"]["resourceVersion"].as_str().expect("resourceVersion is a string").to_string()
+    v["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("resourceVersion is a string")
+        .to_string()
 }
 
 fn data_of(o: &Obj) -> String {
@@ -63,9 +66,15 @@ async fn create_get_update_delete_sets_resource_version() {
     let got = s.get(&key(1)).unwrap();
     assert_eq!(got.json, a.json);
     let b = s.update(&key(1), Some(1), obj("cm-1", "y")).await.unwrap();
-    assert_eq!((b.rev, rv_of(&b), data_of(&b)), (2, "2".to_string(), "y".to_string()));
+    assert_eq!(
+        (b.rev, rv_of(&b), data_of(&b)),
+        (2, "2".to_string(), "y".to_string())
+    );
     let d = s.delete(&key(1), None).await.unwrap();
-    assert_eq!((d.rev, rv_of(&d), data_of(&d)), (3, "3".to_string(), "y".to_string()));
+    assert_eq!(
+        (d.rev, rv_of(&d), data_of(&d)),
+        (3, "3".to_string(), "y".to_string())
+    );
     assert!(s.get(&key(1)).is_none());
     assert_eq!(s.current_rev(), 3);
     // Compact JSON, serialized once.
@@ -80,18 +89,33 @@ async fn already_exists_not_found_and_conflict() {
         s.create(&key(1), obj("cm-1", "x")).await,
         Err(StoreError::AlreadyExists(k)) if k == key(1)
     ));
-    assert!(matches!(s.update(&key(2), None, obj("cm-2", "x")).await, Err(StoreError::NotFound(_))));
-    assert!(matches!(s.delete(&key(2), None).await, Err(StoreError::NotFound(_))));
+    assert!(matches!(
+        s.update(&key(2), None, obj("cm-2", "x")).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        s.delete(&key(2), None).await,
+        Err(StoreError::NotFound(_))
+    ));
     s.update(&key(1), Some(1), obj("cm-1", "y")).await.unwrap();
     match s.update(&key(1), Some(1), obj("cm-1", "z")).await {
-        Err(StoreError::Conflict { expected: 1, current: 2, .. }) => {}
+        Err(StoreError::Conflict {
+            expected: 1,
+            current: 2,
+            ..
+        }) => {}
         other => panic!("expected conflict, got {other:?}"),
     }
-    assert!(matches!(s.delete(&key(1), Some(1)).await, Err(StoreError::Conflict { .. })));
+    assert!(matches!(
+        s.delete(&key(1), Some(1)).await,
+        Err(StoreError::Conflict { .. })
+    ));
     // Failed writes consume no revision.
     assert_eq!(s.current_rev(), 2);
     // A non-object value is refused with a clear error, not a panic.
-    assert!(matches!(s.create(&key(3), json!([1, 2])).await, Err(StoreError::Internal(m)) if m.contains("not a JSON object")));
+    assert!(
+        matches!(s.create(&key(3), json!([1, 2])).await, Err(StoreError::Internal(m)) if m.contains("not a JSON object"))
+    );
     // Recreate after delete works and gets a fresh revision.
     s.delete(&key(1), Some(2)).await.unwrap();
     let again = s.create(&key(1), obj("cm-1", "w")).await.unwrap();
@@ -110,7 +134,8 @@ fn exactly_one_winner_among_concurrent_updaters() {
                 let s = s.clone();
                 let k = k.clone();
                 tasks.push(tokio::spawn(async move {
-                    s.update(&k, Some(base.rev), obj("cm", &i.to_string())).await
+                    s.update(&k, Some(base.rev), obj("cm", &i.to_string()))
+                        .await
                 }));
             }
             let mut wins = 0;
@@ -148,7 +173,10 @@ fn concurrent_writers_get_distinct_consecutive_revisions() {
         let mut all_revs = Vec::new();
         for t in tasks {
             let revs = t.await.unwrap();
-            assert!(revs.windows(2).all(|w| w[0] < w[1]), "one writer's revisions increase");
+            assert!(
+                revs.windows(2).all(|w| w[0] < w[1]),
+                "one writer's revisions increase"
+            );
             all_revs.extend(revs);
         }
         all_revs.sort();
@@ -166,10 +194,16 @@ async fn list_pages_prefix_filter_and_limit() {
     for i in 0..10 {
         s.create(&key(i), obj("cm", "x")).await.unwrap();
     }
-    s.create("/core/configmaps/other/a", obj("a", "x")).await.unwrap();
-    s.create("/core/configmapsx/ns/a", obj("a", "x")).await.unwrap();
+    s.create("/core/configmaps/other/a", obj("a", "x"))
+        .await
+        .unwrap();
+    s.create("/core/configmapsx/ns/a", obj("a", "x"))
+        .await
+        .unwrap();
     s.create("/core/secrets/ns/a", obj("a", "x")).await.unwrap();
-    let page = s.list("/core/configmaps/ns/", None, None, None, &all).unwrap();
+    let page = s
+        .list("/core/configmaps/ns/", None, None, None, &all)
+        .unwrap();
     assert_eq!(page.items.len(), 10);
     assert!(!page.more);
     assert_eq!(page.rev, 13);
@@ -180,7 +214,9 @@ async fn list_pages_prefix_filter_and_limit() {
     let mut after: Option<String> = None;
     let mut rev = None;
     loop {
-        let p = s.list("/core/configmaps/ns/", rev, after.as_deref(), Some(3), &all).unwrap();
+        let p = s
+            .list("/core/configmaps/ns/", rev, after.as_deref(), Some(3), &all)
+            .unwrap();
         rev = Some(p.rev);
         seen.extend(p.items.iter().map(|(k, _)| k.to_string()));
         if !p.more {
@@ -191,7 +227,9 @@ async fn list_pages_prefix_filter_and_limit() {
     assert_eq!(seen, (0..10).map(key).collect::<Vec<_>>());
     // Filter: only even names, two per page.
     let even = |k: &str, _: &Obj| k.ends_with('0') || k.ends_with('2') || k.ends_with('4');
-    let p = s.list("/core/configmaps/ns/", None, None, Some(2), &even).unwrap();
+    let p = s
+        .list("/core/configmaps/ns/", None, None, Some(2), &even)
+        .unwrap();
     assert_eq!(p.items.len(), 2);
     assert!(p.more);
     // Label filter sees parsed labels.
@@ -209,7 +247,11 @@ async fn list_pages_prefix_filter_and_limit() {
 fn paging_at_fixed_revision_is_consistent_under_writes() {
     rt().block_on(async {
         for history in [10_000usize, 0] {
-            let s = Store::open(StoreConfig { path: None, history }).unwrap();
+            let s = Store::open(StoreConfig {
+                path: None,
+                history,
+            })
+            .unwrap();
             for i in 0..500 {
                 s.create(&key(i), obj("cm", "v0")).await.unwrap();
             }
@@ -233,14 +275,22 @@ fn paging_at_fixed_revision_is_consistent_under_writes() {
                 })
             };
             tokio::time::sleep(Duration::from_millis(20)).await;
-            let first = s.list("/core/configmaps/", None, None, Some(37), &all).unwrap();
+            let first = s
+                .list("/core/configmaps/", None, None, Some(37), &all)
+                .unwrap();
             let rev = first.rev;
             let mut items: Vec<(Arc<str>, Obj)> = first.items;
             let mut more = first.more;
             while more {
                 tokio::time::sleep(Duration::from_millis(1)).await;
                 let after = items.last().map(|(k, _)| k.to_string());
-                let p = s.list("/core/configmaps/", Some(rev), after.as_deref(), Some(37), &all);
+                let p = s.list(
+                    "/core/configmaps/",
+                    Some(rev),
+                    after.as_deref(),
+                    Some(37),
+                    &all,
+                );
                 let p = p.unwrap();
                 assert_eq!(p.rev, rev);
                 more = p.more;
@@ -249,7 +299,11 @@ fn paging_at_fixed_revision_is_consistent_under_writes() {
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             let writes = writer.await.unwrap();
             assert!(writes > 0);
-            assert_eq!(items.len(), 500, "every key exactly once (history {history})");
+            assert_eq!(
+                items.len(),
+                500,
+                "every key exactly once (history {history})"
+            );
             for (i, (k, o)) in items.iter().enumerate() {
                 assert_eq!(&**k, key(i));
                 assert!(o.rev <= rev, "item newer than the list revision");
@@ -279,9 +333,14 @@ async fn list_at_past_revision_matches_history() {
         states.push(model.clone());
     }
     for (rev, want) in states.iter().enumerate() {
-        let p = s.list("/core/", Some(rev as Rev), None, None, &all).unwrap();
-        let got: BTreeMap<String, String> =
-            p.items.iter().map(|(k, o)| (k.to_string(), data_of(o))).collect();
+        let p = s
+            .list("/core/", Some(rev as Rev), None, None, &all)
+            .unwrap();
+        let got: BTreeMap<String, String> = p
+            .items
+            .iter()
+            .map(|(k, o)| (k.to_string(), data_of(o)))
+            .collect();
         assert_eq!(&got, want, "state at revision {rev}");
     }
 }
@@ -321,7 +380,9 @@ async fn watch_resume_replays_missing_events_then_goes_live() {
     // A namespace-scoped watch only sees its namespace.
     let mut nsw = s.watch("/core/configmaps/other/", s.current_rev()).unwrap();
     s.create(&key(21), obj("cm", "x")).await.unwrap();
-    s.create("/core/configmaps/other/o", obj("o", "x")).await.unwrap();
+    s.create("/core/configmaps/other/o", obj("o", "x"))
+        .await
+        .unwrap();
     assert_eq!(&*next_event(&mut nsw).await.key, "/core/configmaps/other/o");
 }
 
@@ -355,18 +416,31 @@ fn watch_started_during_writes_has_no_gaps_or_duplicates() {
 
 #[tokio::test]
 async fn compacted_for_too_old_revisions() {
-    let s = Store::open(StoreConfig { path: None, history: 5 }).unwrap();
+    let s = Store::open(StoreConfig {
+        path: None,
+        history: 5,
+    })
+    .unwrap();
     for i in 0..20 {
         s.create(&key(i), obj("cm", "x")).await.unwrap();
     }
     assert_eq!(s.oldest_rev(), 15);
     assert!(s.watch("/", 15).is_ok());
     match s.watch("/", 14) {
-        Err(StoreError::Compacted { requested: 14, oldest: 15 }) => {}
+        Err(StoreError::Compacted {
+            requested: 14,
+            oldest: 15,
+        }) => {}
         other => panic!("expected Compacted, got {:?}", other.map(|_| ())),
     }
-    assert!(matches!(s.list("/", Some(3), None, None, &all), Err(StoreError::Compacted { .. })));
-    assert_eq!(s.list("/", Some(16), None, None, &all).unwrap().items.len(), 16);
+    assert!(matches!(
+        s.list("/", Some(3), None, None, &all),
+        Err(StoreError::Compacted { .. })
+    ));
+    assert_eq!(
+        s.list("/", Some(16), None, None, &all).unwrap().items.len(),
+        16
+    );
 }
 
 #[tokio::test]
@@ -388,14 +462,23 @@ async fn slow_watcher_is_dropped_while_writers_proceed() {
         next_event(&mut fast).await;
         got += 1;
     }
-    tokio::time::timeout(Duration::from_secs(30), writer).await.expect("writers never block").unwrap();
+    tokio::time::timeout(Duration::from_secs(30), writer)
+        .await
+        .expect("writers never block")
+        .unwrap();
     // The slow one never read: it was cut off, and says so with None (possibly after nothing).
     let mut delivered = 0;
-    while let Some(_) = tokio::time::timeout(Duration::from_secs(5), slow.next()).await.unwrap() {
+    while let Some(_) = tokio::time::timeout(Duration::from_secs(5), slow.next())
+        .await
+        .unwrap()
+    {
         delivered += 1;
         assert!(delivered <= n, "a dropped watcher must end");
     }
-    assert!(delivered < n, "the slow watcher was dropped, not served everything");
+    assert!(
+        delivered < n,
+        "the slow watcher was dropped, not served everything"
+    );
 }
 
 #[tokio::test]
@@ -405,8 +488,16 @@ async fn close_ends_watches_and_refuses_writes() {
     s.create(&key(1), obj("cm", "x")).await.unwrap();
     s.close();
     assert_eq!(next_event(&mut w).await.obj.rev, 1);
-    assert!(tokio::time::timeout(Duration::from_secs(5), w.next()).await.unwrap().is_none());
-    assert!(matches!(s.create(&key(2), obj("cm", "x")).await, Err(StoreError::Internal(_))));
+    assert!(
+        tokio::time::timeout(Duration::from_secs(5), w.next())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(matches!(
+        s.create(&key(2), obj("cm", "x")).await,
+        Err(StoreError::Internal(_))
+    ));
     assert!(s.get(&key(1)).is_some(), "reads still work after close");
 }
 
@@ -419,7 +510,9 @@ async fn file_backed_restart_keeps_data_and_continues_revisions() {
         for i in 0..10 {
             s.create(&key(i), obj("cm", &i.to_string())).await.unwrap();
         }
-        s.update(&key(2), Some(3), obj("cm", "updated")).await.unwrap();
+        s.update(&key(2), Some(3), obj("cm", "updated"))
+            .await
+            .unwrap();
         s.delete(&key(9), None).await.unwrap(); // rev 12, the newest row is a tombstone
         assert_eq!(s.current_rev(), 12);
     }
@@ -428,7 +521,10 @@ async fn file_backed_restart_keeps_data_and_continues_revisions() {
         assert_eq!(s.current_rev(), 12);
         assert_eq!(s.len(), 9);
         let o = s.get(&key(2)).unwrap();
-        assert_eq!((o.rev, data_of(&o), rv_of(&o)), (11, "updated".into(), "11".into()));
+        assert_eq!(
+            (o.rev, data_of(&o), rv_of(&o)),
+            (11, "updated".into(), "11".into())
+        );
         assert_eq!(o.labels.get("app").map(String::as_str), Some("a"));
         assert!(s.get(&key(9)).is_none());
         // Compaction removes the tombstone (the newest row); its revision is still never reused.
@@ -453,7 +549,11 @@ async fn file_backed_restart_keeps_data_and_continues_revisions() {
 async fn file_backed_list_at_old_revision_reads_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
-    let s = Store::open(StoreConfig { path: Some(path), history: 3 }).unwrap();
+    let s = Store::open(StoreConfig {
+        path: Some(path),
+        history: 3,
+    })
+    .unwrap();
     let mut states = vec![BTreeMap::new()];
     let mut model = BTreeMap::new();
     for n in 0..120usize {
@@ -476,7 +576,9 @@ async fn file_backed_list_at_old_revision_reads_the_log() {
             let mut got = BTreeMap::new();
             let mut after: Option<String> = None;
             loop {
-                let p = s.list("/core/", Some(rev as Rev), after.as_deref(), Some(4), &all).unwrap();
+                let p = s
+                    .list("/core/", Some(rev as Rev), after.as_deref(), Some(4), &all)
+                    .unwrap();
                 assert_eq!(p.rev, rev as Rev);
                 for (k, o) in &p.items {
                     assert!(o.rev <= rev as Rev);
@@ -495,7 +597,10 @@ async fn file_backed_list_at_old_revision_reads_the_log() {
     check(60);
     assert!(matches!(
         s.list("/core/", Some(59), None, None, &all),
-        Err(StoreError::Compacted { requested: 59, oldest: 60 })
+        Err(StoreError::Compacted {
+            requested: 59,
+            oldest: 60
+        })
     ));
     // Live keys all still load after compaction.
     drop(s);
@@ -523,7 +628,13 @@ fn acknowledged_writes_survive_sigkill() {
     let path = dir.path().join("store.db");
     let exe = std::env::current_exe().unwrap();
     let mut child = std::process::Command::new(exe)
-        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1", "--include-ignored"])
+        .args([
+            "--exact",
+            "crash_child",
+            "--nocapture",
+            "--test-threads=1",
+            "--include-ignored",
+        ])
         .env("FLEET_STORE_CRASH_CHILD", &path)
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -544,7 +655,11 @@ fn acknowledged_writes_survive_sigkill() {
         }
     }
     let _ = child.wait();
-    assert_eq!(acked.len(), 2000, "child acknowledged writes before being killed");
+    assert_eq!(
+        acked.len(),
+        2000,
+        "child acknowledged writes before being killed"
+    );
     let s = Store::open(StoreConfig::file(&path)).unwrap();
     for (k, rev) in &acked {
         let o = s.get(k).unwrap_or_else(|| panic!("acknowledged {k} lost"));
@@ -557,7 +672,9 @@ fn acknowledged_writes_survive_sigkill() {
 #[ignore = "run as a child process by acknowledged_writes_survive_sigkill"]
 fn crash_child() {
     use std::io::Write;
-    let Some(path) = std::env::var_os("FLEET_STORE_CRASH_CHILD") else { return };
+    let Some(path) = std::env::var_os("FLEET_STORE_CRASH_CHILD") else {
+        return;
+    };
     rt().block_on(async {
         let s = Store::open(StoreConfig::file(std::path::PathBuf::from(path))).unwrap();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -631,7 +748,7 @@ proptest! {
                         let r = s.update(&key(k), expected, obj("cm", &v.to_string())).await;
                         match (cur, expected) {
                             (None, _) => prop_assert!(matches!(r, Err(StoreError::NotFound(_)))),
-                            (Some(c), Some(x)) if x != c => prop_assert!(matches!(r, Err(StoreError::Conflict { .. }))),
+                            (Some(c), Some(x)) if x != c => prop_assert!(matches!(r, Err(StoreError::Conflict { .. })), "expected conflict"),
                             _ => {
                                 let o = r.unwrap();
                                 rev += 1;
@@ -647,7 +764,7 @@ proptest! {
                         let r = s.delete(&key(k), expected).await;
                         match (cur, expected) {
                             (None, _) => prop_assert!(matches!(r, Err(StoreError::NotFound(_)))),
-                            (Some(c), Some(x)) if x != c => prop_assert!(matches!(r, Err(StoreError::Conflict { .. }))),
+                            (Some(c), Some(x)) if x != c => prop_assert!(matches!(r, Err(StoreError::Conflict { .. })), "expected conflict"),
                             _ => {
                                 let o = r.unwrap();
                                 rev += 1;

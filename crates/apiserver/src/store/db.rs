@@ -65,14 +65,17 @@ pub(crate) fn open_writer(path: Option<&Path>) -> Result<Connection, StoreError>
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
             .map_err(|e| sql_err("enabling WAL", e))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::Internal(format!("sqlite refused WAL mode (got {mode})")));
+            return Err(StoreError::Internal(format!(
+                "sqlite refused WAL mode (got {mode})"
+            )));
         }
         conn.execute_batch(&format!("PRAGMA synchronous={};", sync_mode()))
             .map_err(|e| sql_err("setting synchronous", e))?;
     }
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .map_err(|e| sql_err("setting busy timeout", e))?;
-    conn.execute_batch(SCHEMA).map_err(|e| sql_err("creating schema", e))?;
+    conn.execute_batch(SCHEMA)
+        .map_err(|e| sql_err("creating schema", e))?;
     Ok(conn)
 }
 
@@ -102,14 +105,20 @@ pub(crate) struct Loaded {
 /// Reads the latest state of every live key and the revision counters.
 pub(crate) fn load(conn: &Connection) -> Result<Loaded, StoreError> {
     let seq: Option<i64> = conn
-        .query_row("SELECT seq FROM sqlite_sequence WHERE name = 'kv'", [], |r| r.get(0))
+        .query_row(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'kv'",
+            [],
+            |r| r.get(0),
+        )
         .optional()
         .map_err(|e| sql_err("reading sqlite_sequence", e))?;
     let max_id: Option<i64> = conn
         .query_row("SELECT MAX(id) FROM kv", [], |r| r.get(0))
         .map_err(|e| sql_err("reading max id", e))?;
     let compact_rev: i64 = conn
-        .query_row("SELECT v FROM meta WHERE k = 'compact_rev'", [], |r| r.get(0))
+        .query_row("SELECT v FROM meta WHERE k = 'compact_rev'", [], |r| {
+            r.get(0)
+        })
         .map_err(|e| sql_err("reading compact_rev", e))?;
     let rev = seq.unwrap_or(0).max(max_id.unwrap_or(0)).max(compact_rev);
 
@@ -129,16 +138,26 @@ pub(crate) fn load(conn: &Connection) -> Result<Loaded, StoreError> {
         let obj = obj_from_stored(&name, id, value)?;
         items.push((Arc::<str>::from(name), obj));
     }
-    Ok(Loaded { items, rev, compact_rev })
+    Ok(Loaded {
+        items,
+        rev,
+        compact_rev,
+    })
 }
 
 /// Rebuilds an `Obj` from a stored row (the stored JSON already carries its resourceVersion).
 pub(crate) fn obj_from_stored(name: &str, id: Rev, mut value: Vec<u8>) -> Result<Obj, StoreError> {
     let labels = super::labels_from_json(&value).map_err(|e| {
-        StoreError::Internal(format!("stored value of {name} at revision {id} is not valid: {e}"))
+        StoreError::Internal(format!(
+            "stored value of {name} at revision {id} is not valid: {e}"
+        ))
     })?;
     value.shrink_to_fit();
-    Ok(Obj { json: Bytes::from(value), rev: id, labels })
+    Ok(Obj {
+        json: Bytes::from(value),
+        rev: id,
+        labels,
+    })
 }
 
 /// One row to append to the log.
@@ -174,8 +193,14 @@ pub(crate) fn insert(tx: &rusqlite::Transaction<'_>, row: &Row<'_>) -> Result<()
 /// Deletes rows no list at a revision `>= to` can need, for revisions in `(from, to]`: the rows
 /// those revisions superseded (`prev_revision`) and the tombstones themselves. The latest row of
 /// a live key is never superseded, so it is never deleted. Returns rows deleted.
-pub(crate) fn compact_range(conn: &mut Connection, from: Rev, to: Rev) -> Result<usize, StoreError> {
-    let tx = conn.transaction().map_err(|e| sql_err("beginning compaction", e))?;
+pub(crate) fn compact_range(
+    conn: &mut Connection,
+    from: Rev,
+    to: Rev,
+) -> Result<usize, StoreError> {
+    let tx = conn
+        .transaction()
+        .map_err(|e| sql_err("beginning compaction", e))?;
     let mut n = tx
         .execute(
             "DELETE FROM kv WHERE id IN (SELECT prev_revision FROM kv \
@@ -184,11 +209,18 @@ pub(crate) fn compact_range(conn: &mut Connection, from: Rev, to: Rev) -> Result
         )
         .map_err(|e| sql_err("compacting superseded rows", e))?;
     n += tx
-        .execute("DELETE FROM kv WHERE id > ?1 AND id <= ?2 AND deleted = 1", params![from, to])
+        .execute(
+            "DELETE FROM kv WHERE id > ?1 AND id <= ?2 AND deleted = 1",
+            params![from, to],
+        )
         .map_err(|e| sql_err("compacting tombstones", e))?;
-    tx.execute("UPDATE meta SET v = ?1 WHERE k = 'compact_rev' AND v < ?1", params![to])
-        .map_err(|e| sql_err("recording compact_rev", e))?;
-    tx.commit().map_err(|e| sql_err("committing compaction", e))?;
+    tx.execute(
+        "UPDATE meta SET v = ?1 WHERE k = 'compact_rev' AND v < ?1",
+        params![to],
+    )
+    .map_err(|e| sql_err("recording compact_rev", e))?;
+    tx.commit()
+        .map_err(|e| sql_err("committing compaction", e))?;
     Ok(n)
 }
 
@@ -203,7 +235,7 @@ pub(crate) fn list_at(
     after_key: Option<&str>,
     limit: usize,
     filter: &dyn Fn(&str, &Obj) -> bool,
-) -> Result<(Vec<(Arc<str>, Obj)>, bool), StoreError> {
+) -> Result<super::list::PageItems, StoreError> {
     let mut stmt = conn
         .prepare_cached(
             "SELECT name, id, deleted FROM kv WHERE name >= ?1 AND name > ?2 AND id <= ?3 \
@@ -236,21 +268,20 @@ pub(crate) fn list_at(
             None => None,
         };
         let same_key = matches!((&pending, &next), (Some(p), Some(n)) if p.0 == n.0);
-        if !same_key {
-            if let Some((name, id, deleted)) = pending.take()
-                && !deleted
-            {
-                if items.len() >= limit {
-                    more = true;
-                    break;
-                }
-                let value: Vec<u8> = value_stmt
-                    .query_row(params![id], |r| r.get(0))
-                    .map_err(|e| sql_err(&format!("reading {name} at {id}"), e))?;
-                let obj = obj_from_stored(&name, id, value)?;
-                if filter(&name, &obj) {
-                    items.push((Arc::<str>::from(name), obj));
-                }
+        if !same_key
+            && let Some((name, id, deleted)) = pending.take()
+            && !deleted
+        {
+            if items.len() >= limit {
+                more = true;
+                break;
+            }
+            let value: Vec<u8> = value_stmt
+                .query_row(params![id], |r| r.get(0))
+                .map_err(|e| sql_err(&format!("reading {name} at {id}"), e))?;
+            let obj = obj_from_stored(&name, id, value)?;
+            if filter(&name, &obj) {
+                items.push((Arc::<str>::from(name), obj));
             }
         }
         match next {

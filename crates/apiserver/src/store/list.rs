@@ -4,8 +4,9 @@
 //! 1. the current map (an O(1) clone of the persistent map, iterated outside the lock);
 //! 2. a snapshot of the map kept for a short while after a first page that had more items;
 //! 3. the current map with the changes after the revision undone from the watch history;
-//! 4. the SQLite log (`id <= rev`), while that revision is not compacted (file mode);
-//! otherwise the revision is Compacted and the client relists.
+//! 4. the SQLite log (`id <= rev`), while that revision is not compacted (file mode).
+//!
+//! Otherwise the revision is Compacted and the client relists.
 
 use std::collections::BTreeMap;
 use std::iter::Peekable;
@@ -24,6 +25,9 @@ const MAX_SNAPSHOTS: usize = 4;
 const SNAPSHOT_TTL: Duration = Duration::from_secs(120);
 
 type Map = OrdMap<Arc<str>, Obj>;
+
+/// Items of one page and whether more follow.
+pub(crate) type PageItems = (Vec<(Arc<str>, Obj)>, bool);
 
 struct Snap {
     rev: Rev,
@@ -61,12 +65,17 @@ impl Snapshots {
         {
             self.snaps.swap_remove(lru);
         }
-        self.snaps.push(Snap { rev, map, last_used: now });
+        self.snaps.push(Snap {
+            rev,
+            map,
+            last_used: now,
+        });
     }
 
     /// Drops snapshots unused for [`SNAPSHOT_TTL`], releasing the nodes they pin.
     pub(crate) fn expire(&mut self, now: Instant) {
-        self.snaps.retain(|s| now.duration_since(s.last_used) < SNAPSHOT_TTL);
+        self.snaps
+            .retain(|s| now.duration_since(s.last_used) < SNAPSHOT_TTL);
     }
 }
 
@@ -100,7 +109,11 @@ pub(crate) fn list(
                 if let Some(map) = shared.snapshots.lock().get(r) {
                     (r, Source::Map(map), false)
                 } else if r >= st.oldest_watchable() {
-                    (r, Source::Overlay(st.map.clone(), undo_after(&st.history, r, prefix)), false)
+                    (
+                        r,
+                        Source::Overlay(st.map.clone(), undo_after(&st.history, r, prefix)),
+                        false,
+                    )
                 } else if shared.reader.is_some() && r >= st.compact_rev {
                     (r, Source::Sqlite, false)
                 } else {
@@ -109,7 +122,10 @@ pub(crate) fn list(
                     } else {
                         st.oldest_watchable()
                     };
-                    return Err(StoreError::Compacted { requested: r, oldest });
+                    return Err(StoreError::Compacted {
+                        requested: r,
+                        oldest,
+                    });
                 }
             }
         }
@@ -132,10 +148,18 @@ pub(crate) fn list(
         }
     };
     // Keep the revision's map for the next pages, so they are served from memory too.
-    if more && fresh && let Source::Map(map) = source {
+    if more
+        && fresh
+        && let Source::Map(map) = source
+    {
         shared.snapshots.lock().put(rev, map);
     }
-    Ok(ListPage { items, rev, more, remaining: None })
+    Ok(ListPage {
+        items,
+        rev,
+        more,
+        remaining: None,
+    })
 }
 
 /// Start bound of a page: strictly after `after_key` when it lies inside the prefix range.
@@ -239,7 +263,7 @@ fn collect<'a>(
     prefix: &str,
     limit: usize,
     filter: &dyn Fn(&str, &Obj) -> bool,
-) -> (Vec<(Arc<str>, Obj)>, bool) {
+) -> PageItems {
     let mut items = Vec::new();
     for (k, v) in iter {
         if !k.starts_with(prefix) {

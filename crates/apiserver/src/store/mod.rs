@@ -84,7 +84,11 @@ pub enum StoreError {
     NotFound(String),
     /// The key's current revision is not the expected one.
     #[error("key {key} is at revision {current}, not {expected}")]
-    Conflict { key: String, expected: Rev, current: Rev },
+    Conflict {
+        key: String,
+        expected: Rev,
+        current: Rev,
+    },
     /// The requested revision has been compacted (HTTP 410 Gone / Expired).
     #[error("revision {requested} is compacted (oldest available {oldest})")]
     Compacted { requested: Rev, oldest: Rev },
@@ -107,11 +111,17 @@ pub struct StoreConfig {
 impl StoreConfig {
     /// A store kept only in memory (tests), with the default history window.
     pub fn in_memory() -> StoreConfig {
-        StoreConfig { path: None, history: DEFAULT_HISTORY }
+        StoreConfig {
+            path: None,
+            history: DEFAULT_HISTORY,
+        }
     }
     /// A store persisted in the SQLite file `path`, with the default history window.
     pub fn file(path: impl Into<std::path::PathBuf>) -> StoreConfig {
-        StoreConfig { path: Some(path.into()), history: DEFAULT_HISTORY }
+        StoreConfig {
+            path: Some(path.into()),
+            history: DEFAULT_HISTORY,
+        }
     }
 }
 
@@ -189,7 +199,9 @@ impl Drop for Inner {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("rev", &self.current_rev()).finish()
+        f.debug_struct("Store")
+            .field("rev", &self.current_rev())
+            .finish()
     }
 }
 
@@ -224,7 +236,13 @@ impl Store {
             .name("store-writer".into())
             .spawn(move || w.run(rx))
             .map_err(|e| StoreError::Internal(format!("spawning writer thread: {e}")))?;
-        Ok(Store { inner: Arc::new(Inner { tx, shared, thread: Mutex::new(Some(thread)) }) })
+        Ok(Store {
+            inner: Arc::new(Inner {
+                tx,
+                shared,
+                thread: Mutex::new(Some(thread)),
+            }),
+        })
     }
 
     async fn write(
@@ -234,12 +252,18 @@ impl Store {
         value: Option<serde_json::Value>,
     ) -> Result<Obj, StoreError> {
         let (reply, rx) = oneshot::channel();
-        let req = writer::WriteReq { key: key.into(), op, value, reply };
+        let req = writer::WriteReq {
+            key: key.into(),
+            op,
+            value,
+            reply,
+        };
         self.inner
             .tx
             .send(writer::Msg::Write(req))
             .map_err(|_| StoreError::Internal("store is closed".into()))?;
-        rx.await.map_err(|_| StoreError::Internal("store is closed".into()))?
+        rx.await
+            .map_err(|_| StoreError::Internal("store is closed".into()))?
     }
 
     /// Creates `key`; AlreadyExists if present. Returns the stored object (with its RV set).
@@ -255,7 +279,8 @@ impl Store {
         expected: Option<Rev>,
         value: serde_json::Value,
     ) -> Result<Obj, StoreError> {
-        self.write(key, writer::Op::Update(expected), Some(value)).await
+        self.write(key, writer::Op::Update(expected), Some(value))
+            .await
     }
 
     /// Deletes `key` (with optional precondition). Returns the last state, RV = the delete's revision.
@@ -297,7 +322,10 @@ impl Store {
         let st = shared.state.read();
         let oldest = st.oldest_watchable();
         if after < oldest {
-            return Err(StoreError::Compacted { requested: after, oldest });
+            return Err(StoreError::Compacted {
+                requested: after,
+                oldest,
+            });
         }
         let newest = st.history.back().map_or(st.rev, |e| e.obj.rev);
         // History revisions are consecutive: jump straight to the first one after `after`.
@@ -312,7 +340,13 @@ impl Store {
             .filter(|e| e.obj.rev > after && e.key.starts_with(prefix))
             .cloned()
             .collect();
-        Ok(Watch { prefix: prefix.into(), replay, rx, skip_upto: newest.max(after), last: after })
+        Ok(Watch {
+            prefix: prefix.into(),
+            replay,
+            rx,
+            skip_upto: newest.max(after),
+            last: after,
+        })
     }
 
     /// Highest committed revision.
@@ -350,7 +384,8 @@ impl Store {
             .tx
             .send(writer::Msg::Compact(upto, reply))
             .map_err(|_| StoreError::Internal("store is closed".into()))?;
-        rx.await.map_err(|_| StoreError::Internal("store is closed".into()))?
+        rx.await
+            .map_err(|_| StoreError::Internal("store is closed".into()))?
     }
 
     /// Flushes and stops the writer, and ends every watch. Later writes fail with Internal.
@@ -374,5 +409,9 @@ pub(crate) fn labels_from_json(
     json: &[u8],
 ) -> Result<Arc<BTreeMap<String, String>>, serde_json::Error> {
     let labels = db::parse_labels(json)?;
-    Ok(if labels.is_empty() { empty_labels() } else { Arc::new(labels) })
+    Ok(if labels.is_empty() {
+        empty_labels()
+    } else {
+        Arc::new(labels)
+    })
 }

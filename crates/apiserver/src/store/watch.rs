@@ -41,7 +41,12 @@ pub(crate) struct Hubs {
 
 impl Hubs {
     pub(crate) fn new(capacity: usize) -> Hubs {
-        Hubs { capacity: capacity.max(16), all: None, by_resource: HashMap::new(), closed: false }
+        Hubs {
+            capacity: capacity.max(16),
+            all: None,
+            by_resource: HashMap::new(),
+            closed: false,
+        }
     }
 
     /// A receiver for every event whose key starts with `prefix` (plus possibly others the
@@ -56,7 +61,9 @@ impl Hubs {
                 if let Some(tx) = self.by_resource.get(res) {
                     tx
                 } else {
-                    self.by_resource.entry(res.into()).or_insert_with(|| broadcast::channel(cap).0)
+                    self.by_resource
+                        .entry(res.into())
+                        .or_insert_with(|| broadcast::channel(cap).0)
                 }
             }
             None => self.all.get_or_insert_with(|| broadcast::channel(cap).0),
@@ -155,8 +162,14 @@ mod tests {
 
     #[test]
     fn resource_prefixes() {
-        assert_eq!(resource_of("/apps/deployments/ns/x"), Some("/apps/deployments/"));
-        assert_eq!(resource_of("/apps/deployments/"), Some("/apps/deployments/"));
+        assert_eq!(
+            resource_of("/apps/deployments/ns/x"),
+            Some("/apps/deployments/")
+        );
+        assert_eq!(
+            resource_of("/apps/deployments/"),
+            Some("/apps/deployments/")
+        );
         assert_eq!(resource_of("/apps/deployments"), None);
         assert_eq!(resource_of("/"), None);
         assert_eq!(resource_of(""), None);

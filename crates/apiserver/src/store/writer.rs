@@ -82,7 +82,11 @@ impl Writer {
     pub(crate) fn run(mut self, rx: mpsc::Receiver<Msg>) {
         let mut batch: Vec<WriteReq> = Vec::new();
         loop {
-            let wait = if self.compaction_pending() { Duration::ZERO } else { TICK };
+            let wait = if self.compaction_pending() {
+                Duration::ZERO
+            } else {
+                TICK
+            };
             let first = match rx.recv_timeout(wait) {
                 Ok(m) => Some(m),
                 Err(mpsc::RecvTimeoutError::Timeout) => None,
@@ -159,7 +163,10 @@ impl Writer {
     /// Compacts one chunk towards `compact_goal`.
     fn compact_chunk(&mut self) -> Result<(), StoreError> {
         let from = self.shared.state.read().compact_rev;
-        let to = self.compact_goal.min(from.saturating_add(COMPACT_CHUNK)).min(self.rev);
+        let to = self
+            .compact_goal
+            .min(from.saturating_add(COMPACT_CHUNK))
+            .min(self.rev);
         if to <= from {
             return Ok(());
         }
@@ -247,24 +254,38 @@ impl Writer {
         staged: &mut Vec<Staged>,
         events: &mut Vec<Event>,
     ) -> Result<(), StoreError> {
-        let tx = self.conn.transaction().map_err(|e| db::sql_err("beginning transaction", e))?;
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| db::sql_err("beginning transaction", e))?;
         let st = self.shared.state.read();
         // Latest value of keys written earlier in this batch (None: deleted).
         let mut pending: HashMap<Arc<str>, Option<Obj>> = HashMap::new();
         let mut next = self.rev;
         let mut reqs = std::mem::take(batch).into_iter();
         for req in reqs.by_ref() {
-            let WriteReq { key, op, value, reply } = req;
+            let WriteReq {
+                key,
+                op,
+                value,
+                reply,
+            } = req;
             let current: Option<(Arc<str>, Obj)> = match pending.get_key_value(&*key) {
                 Some((k, v)) => v.as_ref().map(|o| (k.clone(), o.clone())),
-                None => st.map.get_key_value(&*key).map(|(k, v)| (k.clone(), v.clone())),
+                None => st
+                    .map
+                    .get_key_value(&*key)
+                    .map(|(k, v)| (k.clone(), v.clone())),
             };
             let rev = next + 1;
             let step = apply(&key, op, value, current, rev);
             let (kind, key_arc, obj, prev) = match step {
                 Ok(x) => x,
                 Err(e) => {
-                    staged.push(Staged { reply, result: Err(e) });
+                    staged.push(Staged {
+                        reply,
+                        result: Err(e),
+                    });
                     continue;
                 }
             };
@@ -277,7 +298,10 @@ impl Writer {
                 value: &obj.json,
             };
             if let Err(e) = db::insert(&tx, &row) {
-                staged.push(Staged { reply, result: Err(e.clone_msg()) });
+                staged.push(Staged {
+                    reply,
+                    result: Err(e.clone_msg()),
+                });
                 batch.extend(reqs);
                 return Err(e);
             }
@@ -287,8 +311,16 @@ impl Writer {
                 _ => Some(obj.clone()),
             };
             pending.insert(key_arc.clone(), live);
-            staged.push(Staged { reply, result: Ok(events.len()) });
-            events.push(Event { kind, key: key_arc, obj, prev });
+            staged.push(Staged {
+                reply,
+                result: Ok(events.len()),
+            });
+            events.push(Event {
+                kind,
+                key: key_arc,
+                obj,
+                prev,
+            });
         }
         drop(st);
         tx.commit().map_err(|e| db::sql_err("committing", e))?;
@@ -346,9 +378,11 @@ fn apply(
 
 fn check_expected(key: &str, expected: Option<Rev>, cur: &Obj) -> Result<(), StoreError> {
     match expected {
-        Some(exp) if exp != cur.rev => {
-            Err(StoreError::Conflict { key: key.to_string(), expected: exp, current: cur.rev })
-        }
+        Some(exp) if exp != cur.rev => Err(StoreError::Conflict {
+            key: key.to_string(),
+            expected: exp,
+            current: cur.rev,
+        }),
         _ => Ok(()),
     }
 }
@@ -357,13 +391,22 @@ fn check_expected(key: &str, expected: Option<Rev>, cur: &Obj) -> Result<(), Sto
 fn encode(key: &str, value: Option<Value>, rev: Rev) -> Result<Obj, StoreError> {
     let mut value = value.unwrap_or(Value::Null);
     let Some(top) = value.as_object_mut() else {
-        return Err(StoreError::Internal(format!("value for {key} is not a JSON object")));
+        return Err(StoreError::Internal(format!(
+            "value for {key} is not a JSON object"
+        )));
     };
-    let meta = top.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
+    let meta = top
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Default::default()));
     let Some(meta) = meta.as_object_mut() else {
-        return Err(StoreError::Internal(format!("metadata of {key} is not a JSON object")));
+        return Err(StoreError::Internal(format!(
+            "metadata of {key} is not a JSON object"
+        )));
     };
-    meta.insert("resourceVersion".to_string(), Value::String(rev.to_string()));
+    meta.insert(
+        "resourceVersion".to_string(),
+        Value::String(rev.to_string()),
+    );
     let labels = match meta.get("labels").and_then(Value::as_object) {
         Some(l) if !l.is_empty() => Arc::new(
             l.iter()
@@ -375,5 +418,9 @@ fn encode(key: &str, value: Option<Value>, rev: Rev) -> Result<Obj, StoreError> 
     let mut json = serde_json::to_vec(&value)
         .map_err(|e| StoreError::Internal(format!("serializing {key}: {e}")))?;
     json.shrink_to_fit();
-    Ok(Obj { json: bytes::Bytes::from(json), rev, labels })
+    Ok(Obj {
+        json: bytes::Bytes::from(json),
+        rev,
+        labels,
+    })
 }
