@@ -565,6 +565,7 @@ fn merge_list(
                 let Value::Object(m) = item else { continue };
                 match m.get(PATCH) {
                     None => plain.push((i, m)),
+                    Some(d) if d.as_str() == Some("merge") => plain.push((i, m)),
                     Some(d) => match d.as_str() {
                         Some("delete") => {
                             let Some(kv) = m.get(key) else {
@@ -579,12 +580,6 @@ fn merge_list(
                             });
                         }
                         Some("replace") => replace = true,
-                        Some("merge") => {
-                            return Err(invalid(
-                                &path.index(i),
-                                "$patch: merge is not supported for list items",
-                            ));
-                        }
                         _ => {
                             return Err(PatchError::UnknownDirective {
                                 path: path.index(i).to_string(),

@@ -1,0 +1,5 @@
+//! Shared test fixtures.
+#![allow(dead_code)]
+
+pub mod cases;
+pub mod objects;
