@@ -8,7 +8,9 @@
 //!   and patch strategies of the built-in kinds, generated from Kubernetes' OpenAPI spec.
 //! - [`merge`]: JSON merge patch (RFC 7386), the path kubectl takes for custom resources.
 //! - [`json`]: JSON patch (RFC 6902).
+//! - [`apply`]: kubectl's client-side apply (last-applied annotation, patch flavour choice).
 
+pub mod apply;
 pub mod json;
 pub mod merge;
 pub mod strategic;
