@@ -1,1 +1,3 @@
 //! Bundle + options → Kubernetes objects: Helm charts, kustomize, raw-YAML overlays.
+pub mod helm;
+pub mod kustomize;
