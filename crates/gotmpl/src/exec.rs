@@ -18,6 +18,51 @@ const MAX_EXEC_DEPTH: usize = 10000;
 #[derive(Default)]
 pub(crate) struct Shared {
     pub include_counts: HashMap<String, usize>,
+    /// Log of in-place map mutations (old map kept alive, new map), so that every frame can
+    /// re-point its variables and dot like Go's shared map references would.
+    pub mutations: Vec<(Value, Value)>,
+}
+
+fn map_ptr(v: &Value) -> Option<usize> {
+    match v {
+        Value::Map(m) => Some(Arc::as_ptr(m) as *const () as usize),
+        _ => None,
+    }
+}
+
+/// Replaces every occurrence of map `old` (by identity) inside `v`; parents are rebuilt and
+/// memoized so that aliases of the same parent stay aliases.
+fn replace_map(v: &Value, old: usize, new: &Value, memo: &mut HashMap<usize, Value>) -> Option<Value> {
+    match v {
+        Value::Map(m) => {
+            let p = Arc::as_ptr(m) as *const () as usize;
+            if p == old {
+                return Some(new.clone());
+            }
+            if let Some(done) = memo.get(&p) {
+                return Some(done.clone());
+            }
+            let mut changed: Option<std::collections::BTreeMap<String, Value>> = None;
+            for (k, x) in m.iter() {
+                if let Some(nx) = replace_map(x, old, new, memo) {
+                    changed.get_or_insert_with(|| (**m).clone()).insert(k.clone(), nx);
+                }
+            }
+            let nv = Value::Map(Arc::new(changed?));
+            memo.insert(p, nv.clone());
+            Some(nv)
+        }
+        Value::List(l) => {
+            let mut changed: Option<Vec<Value>> = None;
+            for (k, x) in l.iter().enumerate() {
+                if let Some(nx) = replace_map(x, old, new, memo) {
+                    changed.get_or_insert_with(|| (**l).clone())[k] = nx;
+                }
+            }
+            Some(Value::List(Arc::new(changed?)))
+        }
+        _ => None,
+    }
 }
 
 /// Context handed to template functions: access to the template set and the running execution.
@@ -49,6 +94,7 @@ impl<'a> Ctx<'a> {
             vars: vec![("$".into(), data.clone(), false)],
             depth: self.depth + 1,
             shared: self.shared,
+            applied: self.shared.borrow().mutations.len(),
         };
         if st.depth > MAX_EXEC_DEPTH {
             return Err(format!(
@@ -111,6 +157,8 @@ pub(crate) struct State<'a> {
     pub vars: Vec<(String, Value, bool)>,
     pub depth: usize,
     pub shared: &'a RefCell<Shared>,
+    /// How many entries of `shared.mutations` this frame has applied.
+    pub applied: usize,
 }
 
 /// Where an error happened (Go's `s.at(node)`).
@@ -150,15 +198,43 @@ impl<'a> State<'a> {
     }
 
     fn walk(&mut self, dot: &Value, dot_iface: bool, list: &[Node], out: &mut String) -> R<Flow> {
+        let mut dot = dot.clone();
         for node in list {
             let f = stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
-                self.walk_node(dot, dot_iface, node, out)
+                self.walk_node(&dot, dot_iface, node, out)
             })?;
+            if self.applied < self.shared.borrow().mutations.len() {
+                self.apply_mutations(Some(&mut dot));
+            }
             if f != Flow::Normal {
                 return Ok(f);
             }
         }
         Ok(Flow::Normal)
+    }
+
+    /// Re-points variables (and dot) at maps mutated since this frame last looked.
+    fn apply_mutations(&mut self, dot: Option<&mut Value>) {
+        let entries: Vec<(Value, Value)> = {
+            let sh = self.shared.borrow();
+            sh.mutations.get(self.applied..).unwrap_or(&[]).to_vec()
+        };
+        let mut dot_ref = dot;
+        for (old, new) in &entries {
+            let Some(op) = map_ptr(old) else { continue };
+            let mut memo = HashMap::new();
+            for var in self.vars.iter_mut() {
+                if let Some(nv) = replace_map(&var.1, op, new, &mut memo) {
+                    var.1 = nv;
+                }
+            }
+            if let Some(d) = dot_ref.as_deref_mut()
+                && let Some(nv) = replace_map(d, op, new, &mut memo)
+            {
+                *d = nv;
+            }
+        }
+        self.applied += entries.len();
     }
 
     fn walk_node(
@@ -242,6 +318,7 @@ impl<'a> State<'a> {
                     vars: vec![("$".into(), new_dot.clone(), false)],
                     depth: self.depth + 1,
                     shared: self.shared,
+                    applied: self.shared.borrow().mutations.len(),
                 };
                 st.walk_list(&new_dot, false, &tree.root, out)?;
             }
@@ -307,7 +384,7 @@ impl<'a> State<'a> {
             Value::Int(n) => {
                 if ndecl > 1 {
                     return Err(self.err(
-                        At::Pipe(pipe),
+                        last_at(pipe),
                         format!("can't use {n} to iterate over more than one variable"),
                     ));
                 }
@@ -323,7 +400,7 @@ impl<'a> State<'a> {
             Value::List(_) | Value::Map(_) | Value::Nil => {}
             other => {
                 return Err(self.err(
-                    At::Pipe(pipe),
+                    last_at(pipe),
                     format!("range can't iterate over {}", other.to_go_string()),
                 ));
             }
@@ -614,7 +691,7 @@ impl<'a> State<'a> {
                 }
                 return Ok(last);
             }
-            Special::None => {}
+            Special::None | Special::Mutates => {}
         }
         self.check_arity(&func, pos, name, nargs)?;
         let mut argv = Vec::with_capacity(nargs);
@@ -633,8 +710,19 @@ impl<'a> State<'a> {
             depth: self.depth,
             shared: ctx_shared,
         };
-        (func.f)(&mut ctx, argv)
-            .map_err(|e| self.err(At::Cmd(cmd), format!("error calling {name}: {e}")))
+        let target = if func.special == Special::Mutates {
+            argv.first().cloned()
+        } else {
+            None
+        };
+        let r = (func.f)(&mut ctx, argv)
+            .map_err(|e| self.err(At::Cmd(cmd), format!("error calling {name}: {e}")))?;
+        if let Some(old @ Value::Map(_)) = target
+            && matches!(r, Value::Map(_))
+        {
+            self.shared.borrow_mut().mutations.push((old, r.clone()));
+        }
+        Ok(r)
     }
 
     fn check_arity(&self, func: &Func, pos: usize, name: &str, n: usize) -> R<()> {
@@ -828,5 +916,32 @@ fn template_ctx(name: &str, pipe: Option<&Pipe>) -> String {
     match pipe {
         Some(p) => format!("{{{{template {} {}}}}}", go_quote(name), p.to_string()),
         None => format!("{{{{template {}}}}}", go_quote(name)),
+    }
+}
+
+/// The node Go's executor last visited after evaluating `pipe` (its `s.node`), which is where
+/// errors raised by range/if after the pipeline point.
+fn last_at(pipe: &Pipe) -> At<'_> {
+    match pipe.cmds.last() {
+        Some(c) => last_at_cmd(c),
+        None => At::Pipe(pipe),
+    }
+}
+
+fn last_at_cmd(c: &Command) -> At<'_> {
+    match c.args.first() {
+        Some(Arg::Identifier { pos, name }) => match c.args.last() {
+            Some(a) if c.args.len() > 1 => last_at_arg(a),
+            _ => At::Ident(*pos, name),
+        },
+        Some(a) => last_at_arg(a),
+        None => At::Cmd(c),
+    }
+}
+
+fn last_at_arg(a: &Arg) -> At<'_> {
+    match a {
+        Arg::Pipe(p) => last_at(p),
+        other => At::Arg(other),
     }
 }

@@ -7,6 +7,7 @@ mod error;
 mod exec;
 mod fmt;
 mod funcs;
+pub mod helm;
 pub mod json;
 mod lex;
 mod parse;
@@ -161,6 +162,7 @@ impl Templates {
             vars: vec![("$".into(), data.clone(), false)],
             depth,
             shared,
+            applied: shared.borrow().mutations.len(),
         };
         let mut out = String::new();
         st.walk_list(data, false, &tree.root, &mut out)?;

@@ -385,7 +385,7 @@ impl<'a> Parser<'a> {
                     " in action started at {}:{}",
                     self.parse_name, self.action_line
                 );
-                if it.val.starts_with(" action") {
+                if it.val.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
             }

@@ -491,7 +491,6 @@ fn is_printable(c: char) -> bool {
         || u == 0x85
         || (0xA0..=0xD7FF).contains(&u)
         || (0xE000..=0xFFFD).contains(&u) && u != 0xFEFF
-        || (0x10000..=0x10FFFF).contains(&u)
 }
 
 /// Whether go-yaml v2 would resolve this plain scalar to something other than a string.
@@ -878,7 +877,7 @@ fn analyze(s: &str) -> Analysis {
 pub fn from_yaml(text: &str) -> Result<Value, String> {
     let opts = serde_saphyr::options! { legacy_octal_numbers: true };
     let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple_with_options(text, opts)
-        .map_err(|e| format!("error converting YAML to JSON: {e}"))?;
+        .map_err(|e| format!("error converting YAML to JSON: yaml: {e}"))?;
     let first = docs.into_iter().next().unwrap_or(serde_json::Value::Null);
     Ok(Value::from_json_float(first))
 }

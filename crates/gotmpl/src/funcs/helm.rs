@@ -20,9 +20,10 @@ pub(crate) fn register(m: &mut Map) {
     reg(m, "tpl", &[Str, Values], None, |ctx, a| {
         tpl(ctx, s(&a[0]), &a[1])
     });
+    // Helm wraps the message in markers that its error cleanup later extracts.
     reg(m, "required", &[Str, Any], None, |_, a| match &a[1] {
-        Value::Nil => Err(s(&a[0]).to_string()),
-        Value::String(x) if x.is_empty() => Err(s(&a[0]).to_string()),
+        Value::Nil => Err(crate::helm::warn_wrap(s(&a[0]))),
+        Value::String(x) if x.is_empty() => Err(crate::helm::warn_wrap(s(&a[0]))),
         v => Ok(v.clone()),
     });
     reg(m, "fail", &[Str], None, |_, a| Err(s(&a[0]).to_string()));
@@ -35,7 +36,7 @@ pub(crate) fn register(m: &mut Map) {
             Ok(Value::Map(m)) => Value::Map(m),
             Ok(Value::Nil) => Value::Map(Arc::new(BTreeMap::new())),
             Ok(other) => error_map(format!(
-                "error unmarshaling JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
                 json_kind(&other)
             )),
             Err(e) => error_map(e),
@@ -46,7 +47,7 @@ pub(crate) fn register(m: &mut Map) {
             Ok(Value::List(l)) => Value::List(l),
             Ok(Value::Nil) => Value::List(Arc::new(Vec::new())),
             Ok(other) => Value::from(vec![Value::from(format!(
-                "error unmarshaling JSON: json: cannot unmarshal {} into Go value of type []interface {{}}",
+                "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type []interface {{}}",
                 json_kind(&other)
             ))]),
             Err(e) => Value::from(vec![Value::from(e)]),
@@ -116,17 +117,58 @@ fn include(ctx: &mut Ctx<'_>, name: &str, data: &Value) -> Result<Value, String>
     r.map(Value::from)
 }
 
+/// Helm 3's tpl: renders `text` as the template named by `.Template.Name`, with the chart's
+/// templates available for include, and Helm's error cleanup applied.
 fn tpl(ctx: &mut Ctx<'_>, text: &str, vals: &Value) -> Result<Value, String> {
+    let path_value = |key: &str| -> Result<Value, String> {
+        let tmpl = match vals {
+            Value::Map(m) => m.get("Template"),
+            _ => None,
+        };
+        match tmpl {
+            Some(Value::Map(t)) => match t.get(key) {
+                Some(v) if !matches!(v, Value::Map(_)) => Ok(v.clone()),
+                _ => Err(format!("\"{key}\" is not a value")),
+            },
+            _ => Err(format!("\"{key}\" is not a value")),
+        }
+    };
+    let base = path_value("BasePath").map_err(|e| {
+        format!("cannot retrieve Template.Basepath from values inside tpl function: {text}: {e}")
+    })?;
+    let name = path_value("Name").map_err(|e| {
+        format!("cannot retrieve Template.Name from values inside tpl function: {text}: {e}")
+    })?;
+    let name = match name {
+        Value::String(n) => n.to_string(),
+        other => {
+            return Err(format!(
+                "interface conversion: interface {{}} is {}, not string",
+                other.type_name()
+            ));
+        }
+    };
+    let _ = base;
     let mut t = ctx.templates().clone();
-    let name = t.set_name.clone();
-    t.parse(&name, text)
-        .map_err(|e| format!("cannot parse template {}: {e}", crate::lex::go_quote(text)))?;
+    t.parse(&name, text).map_err(|e| {
+        format!(
+            "error during tpl function execution for {}: {}",
+            crate::lex::go_quote(text),
+            crate::helm::cleanup_parse_error(&name, &e)
+        )
+    })?;
+    // Helm never renders partials (files whose base name starts with "_").
+    if name.rsplit('/').next().unwrap_or("").starts_with('_') {
+        return Ok(Value::from(""));
+    }
+    let shared = std::cell::RefCell::new(crate::exec::Shared::default());
     let out = t
-        .execute_shared(&name, vals, ctx.shared(), ctx.depth() + 1)
+        .execute_shared(&name, vals, &shared, ctx.depth() + 1)
         .map_err(|e| {
             format!(
-                "error during tpl function execution for {}: {e}",
-                crate::lex::go_quote(text)
+                "error during tpl function execution for {}: {}",
+                crate::lex::go_quote(text),
+                crate::helm::cleanup_exec_error(&name, &e)
             )
         })?;
     Ok(Value::from(out.replace("<no value>", "")))

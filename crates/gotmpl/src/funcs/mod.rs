@@ -59,6 +59,9 @@ pub(crate) enum Special {
     None,
     And,
     Or,
+    /// Go mutates the map passed as first argument (sprig's set/unset/merge*); the executor
+    /// propagates the change to every variable and dot that referred to that map.
+    Mutates,
 }
 
 /// A registered function with its Go signature.
@@ -107,6 +110,18 @@ pub(crate) fn default_funcs() -> Arc<Map> {
             sprig::register(&mut m);
             helm::register(&mut m);
             builtins(&mut m);
+            for name in [
+                "set",
+                "unset",
+                "merge",
+                "mustMerge",
+                "mergeOverwrite",
+                "mustMergeOverwrite",
+            ] {
+                if let Some(f) = m.get_mut(name) {
+                    f.special = Special::Mutates;
+                }
+            }
             Arc::new(m)
         })
         .clone()

@@ -664,10 +664,14 @@ pub(crate) fn register(m: &mut Map) {
         let secs = Timestamp::now().as_second() - t.timestamp().as_second();
         Ok(Value::from(go_duration(secs as i128 * 1_000_000_000)))
     });
+    // sprig accepts only string and int64 here; a Go `int` (template constant) or float64
+    // (any number from values) yields 0s, exactly as Helm renders it.
     reg(m, "duration", &[Any], None, |_, a| {
-        Ok(Value::from(go_duration(
-            to_i64(&a[0]) as i128 * 1_000_000_000,
-        )))
+        let n = match &a[0] {
+            Value::String(st) => st.parse::<i64>().unwrap_or(0),
+            _ => 0,
+        };
+        Ok(Value::from(go_duration(n as i128 * 1_000_000_000)))
     });
     reg(m, "durationRound", &[Any], None, |_, a| {
         let nanos: i128 = match &a[0] {

@@ -1,0 +1,1 @@
+{{ define "req" }}{{ required "inner required" .Values.q }}{{ end }}

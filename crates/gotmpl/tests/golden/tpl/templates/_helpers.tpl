@@ -1,0 +1,1 @@
+{{- define "helper" -}}HELPER {{ .Values.x }}{{- end }}
