@@ -79,8 +79,13 @@ fn from_json(v: &serde_json::Value) -> J {
 /// back as integers when they fit in int64/uint64.
 fn float_j(f: f64) -> J {
     if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e21 {
-        let i = f as i128;
-        if i >= i64::MIN as i128 && i <= u64::MAX as i128 {
+        // encoding/json prints the shortest decimal digits, zero-padded: use those, not the
+        // exact binary value.
+        if let Some(text) = crate::json::go_json_float(f)
+            && let Ok(i) = text.parse::<i128>()
+            && i >= i64::MIN as i128
+            && i <= u64::MAX as i128
+        {
             return J::Int(i);
         }
     }
@@ -644,73 +649,61 @@ fn is_base60_float(s: &str) -> bool {
     i == b.len()
 }
 
-/// go-yaml v2's timestamp formats (only checked for strings starting with a digit).
+/// go-yaml v2's timestamp check: "2006-1-2T15:4:5.999999999Z07:00" (also with 't'),
+/// "2006-1-2 15:4:5.999999999" and "2006-1-2", as Go's time.Parse accepts them.
 fn is_timestamp(s: &str) -> bool {
-    let b = s.as_bytes();
-    // must start with YYYY-M-D
-    let mut i = 0;
-    while i < b.len() && b[i].is_ascii_digit() {
-        i += 1;
+    fn num(s: &str, min: usize, max: usize) -> Option<(u32, &str)> {
+        let n = s.bytes().take(max).take_while(|b| b.is_ascii_digit()).count();
+        if n < min {
+            return None;
+        }
+        Some((s[..n].parse().ok()?, &s[n..]))
     }
-    if i != 4 || b.get(4) != Some(&b'-') {
-        return false;
-    }
-    let formats = [
-        "%Y-%m-%dT%H:%M:%S%.f%:z",
-        "%Y-%m-%dt%H:%M:%S%.f%:z",
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%d",
-    ];
-    let _ = formats;
-    // Accept the shapes go-yaml accepts: date, or date + [Tt ] + time with optional fraction/zone.
-    let date_end = s.find(['T', 't', ' ']).unwrap_or(s.len());
-    let date = &s[..date_end];
-    let parts: Vec<&str> = date.split('-').collect();
-    if parts.len() != 3
-        || parts[0].len() != 4
-        || !(1..=2).contains(&parts[1].len())
-        || !(1..=2).contains(&parts[2].len())
-        || !parts.iter().all(|p| p.bytes().all(|c| c.is_ascii_digit()))
-    {
-        return false;
-    }
-    let (Ok(m), Ok(d)) = (parts[1].parse::<u32>(), parts[2].parse::<u32>()) else {
-        return false;
-    };
+    let Some((_, r)) = num(s, 4, 4) else { return false };
+    let Some(r) = r.strip_prefix('-') else { return false };
+    let Some((m, r)) = num(r, 1, 2) else { return false };
+    let Some(r) = r.strip_prefix('-') else { return false };
+    let Some((d, r)) = num(r, 1, 2) else { return false };
     if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
         return false;
     }
-    if date_end == s.len() {
+    if r.is_empty() {
         return true;
     }
-    let rest = s[date_end + 1..].trim_start_matches(' ');
-    // H:M:S[.frac][zone]
-    let mut it = rest.splitn(3, ':');
-    let (Some(h), Some(mi), Some(sec)) = (it.next(), it.next(), it.next()) else {
-        return false;
+    let (zone_required, r) = match r.as_bytes()[0] {
+        b'T' | b't' => (true, &r[1..]),
+        b' ' => (false, &r[1..]),
+        _ => return false,
     };
-    if !(1..=2).contains(&h.len()) || !h.bytes().all(|c| c.is_ascii_digit()) {
+    let Some((h, r)) = num(r, 1, 2) else { return false };
+    let Some(r) = r.strip_prefix(':') else { return false };
+    let Some((mi, r)) = num(r, 1, 2) else { return false };
+    let Some(r) = r.strip_prefix(':') else { return false };
+    let Some((se, mut r)) = num(r, 1, 2) else { return false };
+    if h > 23 || mi > 59 || se > 59 {
         return false;
     }
-    if mi.len() != 2 || !mi.bytes().all(|c| c.is_ascii_digit()) {
-        return false;
+    if let Some(f) = r.strip_prefix('.') {
+        let n = f.bytes().take_while(|b| b.is_ascii_digit()).count();
+        if n == 0 {
+            return false;
+        }
+        r = &f[n..];
     }
-    if sec.len() < 2 || !sec.as_bytes()[..2].iter().all(|c| c.is_ascii_digit()) {
-        return false;
+    if !zone_required {
+        return r.is_empty();
     }
-    let mut tail = &sec[2..];
-    if let Some(f) = tail.strip_prefix('.') {
-        let n = f.bytes().take_while(|c| c.is_ascii_digit()).count();
-        tail = &f[n..];
-    }
-    let tail = tail.trim_start_matches(' ');
-    if tail.is_empty() || tail == "Z" {
+    if r == "Z" {
         return true;
     }
-    let z = tail.strip_prefix(['+', '-']).unwrap_or("x");
-    let zb = z.as_bytes();
-    matches!(zb.len(), 1 | 2 | 4 | 5)
-        && (z.bytes().all(|c| c.is_ascii_digit()) || (zb.len() == 5 && zb[2] == b':'))
+    let b = r.as_bytes();
+    b.len() == 6
+        && (b[0] == b'+' || b[0] == b'-')
+        && b[1].is_ascii_digit()
+        && b[2].is_ascii_digit()
+        && b[3] == b':'
+        && b[4].is_ascii_digit()
+        && b[5].is_ascii_digit()
 }
 
 /// go-yaml's style choice for a string: quote when it would not read back as the same string.
@@ -873,13 +866,245 @@ fn analyze(s: &str) -> Analysis {
     a
 }
 
-/// Parses YAML the way sigs.k8s.io/yaml.Unmarshal does for Helm (numbers become float64).
+/// Parses YAML the way sigs.k8s.io/yaml.Unmarshal does for Helm: go-yaml v2's YAML 1.1
+/// resolution (`yes`/`on`/`y` are booleans, `0755` is octal, even for keys), keys turned into
+/// strings, then a JSON round trip that makes every number a float64. Only the first document
+/// is read, as go-yaml's Unmarshal does.
 pub fn from_yaml(text: &str) -> Result<Value, String> {
-    let opts = serde_saphyr::options! { legacy_octal_numbers: true };
-    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple_with_options(text, opts)
-        .map_err(|e| format!("error converting YAML to JSON: yaml: {e}"))?;
-    let first = docs.into_iter().next().unwrap_or(serde_json::Value::Null);
-    Ok(Value::from_json_float(first))
+    let mut c = Composer {
+        parser: granit_parser::Parser::new_from_str(text),
+        anchors: std::collections::HashMap::new(),
+        depth: 0,
+    };
+    c.document()
+}
+
+struct Composer<'a> {
+    parser: granit_parser::Parser<'a, granit_parser::StrInput<'a>>,
+    anchors: std::collections::HashMap<usize, Value>,
+    depth: usize,
+}
+
+/// A YAML node before keys are stringified: keeps resolved kinds for key conversion.
+fn yaml_err(e: impl std::fmt::Display) -> String {
+    format!("error converting YAML to JSON: yaml: {e}")
+}
+
+impl<'a> Composer<'a> {
+    fn next(&mut self) -> Result<Option<granit_parser::Event<'a>>, String> {
+        match self.parser.next_event() {
+            None => Ok(None),
+            Some(Ok((ev, _))) => Ok(Some(ev)),
+            Some(Err(e)) => Err(yaml_err(e)),
+        }
+    }
+
+    fn document(&mut self) -> Result<Value, String> {
+        use granit_parser::Event;
+        loop {
+            match self.next()? {
+                None | Some(Event::StreamEnd) => return Ok(Value::Nil),
+                Some(Event::DocumentStart(..)) => break,
+                Some(_) => {}
+            }
+        }
+        let Some(ev) = self.next_node_event()? else {
+            return Ok(Value::Nil);
+        };
+        if matches!(ev, Event::DocumentEnd) {
+            return Ok(Value::Nil);
+        }
+        self.node(ev)
+    }
+
+    fn next_node_event(&mut self) -> Result<Option<granit_parser::Event<'a>>, String> {
+        use granit_parser::Event;
+        loop {
+            match self.next()? {
+                Some(Event::Anchor(..)) => continue,
+                #[allow(unreachable_patterns)]
+                Some(ev) => return Ok(Some(ev)),
+                None => return Ok(None),
+            }
+        }
+    }
+
+    fn node(&mut self, ev: granit_parser::Event<'a>) -> Result<Value, String> {
+        use granit_parser::Event;
+        self.depth += 1;
+        if self.depth > 10_000 {
+            return Err(yaml_err("exceeded max depth"));
+        }
+        let r = match ev {
+            Event::Scalar(v, style, anchor, tag) => {
+                let val = resolve_scalar(&v, style, tag.as_deref())?;
+                if anchor != 0 {
+                    self.anchors.insert(anchor, val.clone());
+                }
+                Ok(val)
+            }
+            Event::Alias(id) => self
+                .anchors
+                .get(&id)
+                .cloned()
+                .ok_or_else(|| yaml_err("unknown anchor")),
+            Event::SequenceStart(_, anchor, _) => {
+                let mut items = Vec::new();
+                loop {
+                    let Some(ev) = self.next_node_event()? else {
+                        return Err(yaml_err("unexpected end of stream"));
+                    };
+                    if matches!(ev, Event::SequenceEnd) {
+                        break;
+                    }
+                    items.push(self.node(ev)?);
+                }
+                let v = Value::from(items);
+                if anchor != 0 {
+                    self.anchors.insert(anchor, v.clone());
+                }
+                Ok(v)
+            }
+            Event::MappingStart(_, anchor, _) => {
+                let mut m: std::collections::BTreeMap<String, Value> = std::collections::BTreeMap::new();
+                let mut merged: Vec<std::collections::BTreeMap<String, Value>> = Vec::new();
+                loop {
+                    let Some(kev) = self.next_node_event()? else {
+                        return Err(yaml_err("unexpected end of stream"));
+                    };
+                    if matches!(kev, Event::MappingEnd) {
+                        break;
+                    }
+                    let is_merge = matches!(&kev, Event::Scalar(k, granit_parser::ScalarStyle::Plain, _, None) if k == "<<");
+                    let key = self.node(kev)?;
+                    let Some(vev) = self.next_node_event()? else {
+                        return Err(yaml_err("unexpected end of stream"));
+                    };
+                    let val = self.node(vev)?;
+                    if is_merge {
+                        match val {
+                            Value::Map(mm) => merged.push((*mm).clone()),
+                            Value::List(l) => {
+                                for x in l.iter() {
+                                    match x {
+                                        Value::Map(mm) => merged.push((**mm).clone()),
+                                        _ => return Err(yaml_err("map merge requires map or sequence of maps as the value")),
+                                    }
+                                }
+                            }
+                            _ => return Err(yaml_err("map merge requires map or sequence of maps as the value")),
+                        }
+                        continue;
+                    }
+                    m.insert(key_string(&key)?, val);
+                }
+                for mm in merged {
+                    for (k, v) in mm {
+                        m.entry(k).or_insert(v);
+                    }
+                }
+                let v = Value::Map(std::sync::Arc::new(m));
+                if anchor != 0 {
+                    self.anchors.insert(anchor, v.clone());
+                }
+                Ok(v)
+            }
+            _ => Err(yaml_err("unexpected event")),
+        };
+        self.depth -= 1;
+        r
+    }
+}
+
+/// sigs.k8s.io/yaml turns non-string keys into their JSON/Go string form.
+fn key_string(k: &Value) -> Result<String, String> {
+    Ok(match k {
+        Value::String(s) => s.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Nil => "null".to_string(),
+        Value::Float(f) => {
+            if f.fract() == 0.0 && f.abs() < 1e21 {
+                format!("{}", *f as i128)
+            } else {
+                format_float_g(*f, None, false)
+            }
+        }
+        Value::Int(i) => i.to_string(),
+        _ => return Err("error converting YAML to JSON: yaml: invalid map key".into()),
+    })
+}
+
+/// go-yaml v2's resolve for a scalar, producing JSON-shaped values (numbers are float64).
+fn resolve_scalar(v: &str, style: granit_parser::ScalarStyle, tag: Option<&granit_parser::Tag>) -> Result<Value, String> {
+    if let Some(t) = tag
+        && t.is_yaml_core_schema()
+    {
+        return Ok(match t.suffix() {
+            "str" => Value::str(v),
+            "null" => Value::Nil,
+            "bool" => Value::Bool(matches!(v, "true" | "True" | "TRUE" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "y" | "Y")),
+            "int" | "float" => match resolve_plain(v) {
+                Value::String(_) => return Err(yaml_err(format!("cannot decode !!{} `{v}`", t.suffix()))),
+                x => x,
+            },
+            "binary" => Value::str(v),
+            _ => resolve_plain(v),
+        });
+    }
+    if style != granit_parser::ScalarStyle::Plain || tag.is_some() {
+        return Ok(Value::str(v));
+    }
+    Ok(resolve_plain(v))
+}
+
+fn resolve_plain(v: &str) -> Value {
+    match v {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Nil,
+        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => return Value::Bool(true),
+        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => return Value::Bool(false),
+        ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Value::Float(f64::INFINITY),
+        "-.inf" | "-.Inf" | "-.INF" => return Value::Float(f64::NEG_INFINITY),
+        _ => {}
+    }
+    let first = v.as_bytes()[0];
+    if first.is_ascii_digit() || first == b'-' || first == b'+' || first == b'.' {
+        let plain: String = v.chars().filter(|&c| c != '_').collect();
+        if go_parse_int(&plain) {
+            if let Some(i) = parse_int_value(&plain) {
+                return Value::Float(i);
+            }
+        }
+        if is_yaml_float(&plain)
+            && let Ok(f) = plain.parse::<f64>()
+        {
+            return Value::Float(f);
+        }
+    }
+    Value::str(v)
+}
+
+/// Numeric value of a Go base-0 integer literal (as float64, like JSON decoding yields).
+fn parse_int_value(s: &str) -> Option<f64> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (radix, digits) = if let Some(h) = lower.strip_prefix("0x") {
+        (16, h.to_string())
+    } else if let Some(b) = lower.strip_prefix("0b") {
+        (2, b.to_string())
+    } else if let Some(o) = lower.strip_prefix("0o") {
+        (8, o.to_string())
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, lower[1..].to_string())
+    } else {
+        (10, lower.clone())
+    };
+    let u = u128::from_str_radix(&digits, radix).ok()?;
+    let f = u as f64;
+    Some(if neg { -f } else { f })
 }
 
 #[cfg(test)]

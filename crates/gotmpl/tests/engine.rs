@@ -141,8 +141,8 @@ fn exec_errors() {
         "template: x:1:3: executing \"x\" at <.a>: map has no entry for key \"a\""
     );
     assert_eq!(
-        run("{{ upper .n }}", "n: 1"),
-        "ERR: template: x:1:9: executing \"x\" at <.n>: wrong type for value; expected string; got float64"
+        run("{{ upper .num }}", "num: 1"),
+        "ERR: template: x:1:9: executing \"x\" at <.num>: wrong type for value; expected string; got float64"
     );
 }
 
