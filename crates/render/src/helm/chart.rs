@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use super::ignore::Rules;
 use super::semver::parse_version;
-use super::values::{Values, go_json_kind, go_yaml_scalar_string, parse_values_yaml, parse_yaml_raw};
+use super::values::{
+    Values, go_json_kind, go_yaml_scalar_string, parse_values_yaml, parse_yaml_raw,
+};
 
 /// A file inside a chart (`/`-separated name relative to the chart root).
 #[derive(Debug, Clone)]
@@ -152,7 +154,9 @@ pub fn load(path: &Path) -> Result<Chart, String> {
                     "file '{name}' seems to be a YAML file, but expected a gzipped archive"
                 ));
             }
-            return Err(format!("file '{name}' does not appear to be a gzipped archive"));
+            return Err(format!(
+                "file '{name}' does not appear to be a gzipped archive"
+            ));
         }
         load_archive(&data)
     }
@@ -232,7 +236,9 @@ pub fn load_archive(data: &[u8]) -> Result<Chart, String> {
     let gz = flate2::read::GzDecoder::new(data);
     let mut ar = tar::Archive::new(gz);
     let mut files = Vec::new();
-    let entries = ar.entries().map_err(|e| format!("invalid chart archive: {e}"))?;
+    let entries = ar
+        .entries()
+        .map_err(|e| format!("invalid chart archive: {e}"))?;
     for entry in entries {
         let mut entry = entry.map_err(|e| format!("invalid chart archive: {e}"))?;
         let kind = entry.header().entry_type();
@@ -242,9 +248,7 @@ pub fn load_archive(data: &[u8]) -> Result<Chart, String> {
         if !(kind.is_file() || kind == tar::EntryType::Continuous) {
             continue;
         }
-        let raw = entry
-            .path_bytes()
-            .into_owned();
+        let raw = entry.path_bytes().into_owned();
         let hd_name = String::from_utf8_lossy(&raw).into_owned();
         let delim = if hd_name.contains('\\') { '\\' } else { '/' };
         let parts: Vec<&str> = hd_name.split(delim).collect();
@@ -479,7 +483,11 @@ fn type_err(v: &Value, strukt: &str, field: &str, want: &str) -> String {
     )
 }
 
-fn get_string(obj: &serde_json::Map<String, Value>, strukt: &str, key: &str) -> Result<String, String> {
+fn get_string(
+    obj: &serde_json::Map<String, Value>,
+    strukt: &str,
+    key: &str,
+) -> Result<String, String> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(v) => go_yaml_scalar_string(v).ok_or_else(|| type_err(v, strukt, key, "string")),
@@ -608,7 +616,12 @@ fn dependencies_from_json(v: &Value) -> Result<Vec<Dependency>, String> {
                 v => Err(type_err(v, "Metadata", "dependencies", "chart.Dependency")),
             })
             .collect(),
-        v => Err(type_err(v, "Metadata", "dependencies", "[]*chart.Dependency")),
+        v => Err(type_err(
+            v,
+            "Metadata",
+            "dependencies",
+            "[]*chart.Dependency",
+        )),
     }
 }
 
@@ -631,7 +644,10 @@ mod tests {
             f("templates/a.yaml", "a"),
             f("crds/c.yaml", "c"),
             f("README.md", "r"),
-            f("charts/sub/Chart.yaml", "apiVersion: v2\nname: sub\nversion: 0.1.0\n"),
+            f(
+                "charts/sub/Chart.yaml",
+                "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+            ),
             f("charts/sub/templates/s.yaml", "s"),
         ])
         .unwrap();
@@ -651,13 +667,22 @@ mod tests {
         assert!(e.contains("chart.metadata.version is required"), "{e}");
         let e = load_files(vec![f("Chart.yaml", "name: a\nversion: x\n")]).unwrap_err();
         assert!(e.contains("is invalid"), "{e}");
-        let e = load_files(vec![f("Chart.yaml", "name: a\nversion: 1.0.0\nappVersion: [1]\n")])
-            .unwrap_err();
+        let e = load_files(vec![f(
+            "Chart.yaml",
+            "name: a\nversion: 1.0.0\nappVersion: [1]\n",
+        )])
+        .unwrap_err();
         assert!(e.contains("Metadata.appVersion of type string"), "{e}");
         // Scalars in string fields are stringified like sigs.k8s.io/yaml does.
-        let c = load_files(vec![f("Chart.yaml", "name: a\nversion: 1.0\nappVersion: 1.10\n")])
-            .unwrap();
-        assert_eq!((c.metadata.version.as_str(), c.metadata.app_version.as_str()), ("1", "1.1"));
+        let c = load_files(vec![f(
+            "Chart.yaml",
+            "name: a\nversion: 1.0\nappVersion: 1.10\n",
+        )])
+        .unwrap();
+        assert_eq!(
+            (c.metadata.version.as_str(), c.metadata.app_version.as_str()),
+            ("1", "1.1")
+        );
     }
 
     #[test]

@@ -305,7 +305,9 @@ mod tests {
 
         let mut c = parent();
         let user = json!({"sub": {"enabled": false}, "tags": {"extra": false}});
-        let Value::Object(user) = user else { unreachable!() };
+        let Value::Object(user) = user else {
+            unreachable!()
+        };
         process_dependencies(&mut c, &user).unwrap();
         assert!(c.dependencies.is_empty());
     }
@@ -322,7 +324,9 @@ mod tests {
     #[test]
     fn type_mismatch_is_an_error() {
         let c = parent();
-        let Value::Object(user) = json!({"sub": "x"}) else { unreachable!() };
+        let Value::Object(user) = json!({"sub": "x"}) else {
+            unreachable!()
+        };
         let e = coalesce_values(&c, &user).unwrap_err();
         assert!(e.contains("type mismatch on sub"), "{e}");
     }

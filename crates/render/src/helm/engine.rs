@@ -177,7 +177,10 @@ mod tests {
     #[test]
     fn helm_error_rewording() {
         assert_eq!(
-            cleanup_parse_error("c/templates/x.yaml", "template: c/templates/x.yaml:1: function \"nofunc\" not defined"),
+            cleanup_parse_error(
+                "c/templates/x.yaml",
+                "template: c/templates/x.yaml:1: function \"nofunc\" not defined"
+            ),
             "parse error at (c/templates/x.yaml:1): function \"nofunc\" not defined"
         );
         assert_eq!(
@@ -189,6 +192,9 @@ mod tests {
             "execution error at (c/templates/x.yaml:1:6): need a"
         );
         let fail = "template: c/templates/x.yaml:1:5: executing \"c/templates/x.yaml\" at <fail \"boom\">: error calling fail: boom";
-        assert_eq!(cleanup_exec_error("c/templates/x.yaml", ErrorKind::Exec, fail), fail);
+        assert_eq!(
+            cleanup_exec_error("c/templates/x.yaml", ErrorKind::Exec, fail),
+            fail
+        );
     }
 }

@@ -157,7 +157,11 @@ fn parse_head(doc: &str, path: &str) -> Result<Head, String> {
             }
         }
         Some(other) => {
-            return Err(wrap(type_err(other, "SimpleHead.metadata", "struct { Name string \"json:\\\"name\\\"\"; Annotations map[string]string \"json:\\\"annotations\\\"\" }")));
+            return Err(wrap(type_err(
+                other,
+                "SimpleHead.metadata",
+                "struct { Name string \"json:\\\"name\\\"\"; Annotations map[string]string \"json:\\\"annotations\\\"\" }",
+            )));
         }
     }
     Ok(Head { kind, annotations })
@@ -229,10 +233,16 @@ mod tests {
     #[test]
     fn splits_like_helm() {
         assert_eq!(split_manifests("a: 1\n---\nb: 2\n"), vec!["a: 1", "b: 2"]);
-        assert_eq!(split_manifests("---\na: 1\n---  \n\n---\nb: 2"), vec!["a: 1", "---\nb: 2"]);
+        assert_eq!(
+            split_manifests("---\na: 1\n---  \n\n---\nb: 2"),
+            vec!["a: 1", "---\nb: 2"]
+        );
         // Go's regex eats the blank lines after a separator, so a directly following `---`
         // stays in a document of its own; Helm prints it as is.
-        assert_eq!(split_manifests("---\na: 1\n---  \n\n---\n"), vec!["a: 1", "---"]);
+        assert_eq!(
+            split_manifests("---\na: 1\n---  \n\n---\n"),
+            vec!["a: 1", "---"]
+        );
         assert_eq!(split_manifests("a: '---'\n"), vec!["a: '---'"]);
         assert!(split_manifests("  \n").is_empty());
     }
@@ -248,7 +258,10 @@ mod tests {
         ];
         let (hooks, m) = sort_manifests(&files).unwrap();
         let kinds: Vec<&str> = m.iter().map(|x| x.kind.as_str()).collect();
-        assert_eq!(kinds, vec!["Namespace", "Service", "Deployment", "Alpha", "Zed"]);
+        assert_eq!(
+            kinds,
+            vec!["Namespace", "Service", "Deployment", "Alpha", "Zed"]
+        );
         assert_eq!(hooks.len(), 1);
     }
 
@@ -256,8 +269,14 @@ mod tests {
     fn yaml_errors_name_the_file() {
         let files = vec![("c/templates/x.yaml".to_string(), "a: [\n".to_string())];
         let e = sort_manifests(&files).unwrap_err();
-        assert!(e.starts_with("YAML parse error on c/templates/x.yaml"), "{e}");
-        let files = vec![("c/templates/x.yaml".to_string(), "just a string\n".to_string())];
+        assert!(
+            e.starts_with("YAML parse error on c/templates/x.yaml"),
+            "{e}"
+        );
+        let files = vec![(
+            "c/templates/x.yaml".to_string(),
+            "just a string\n".to_string(),
+        )];
         assert!(sort_manifests(&files).is_err());
     }
 }

@@ -106,9 +106,8 @@ impl ValueOptions {
                 .map_err(|e| HelmError::new(format!("failed parsing --set-string data: {e}")))?;
         }
         for v in &self.file_values {
-            let mut read = |p: &str| {
-                read_input(p).map(|b| String::from_utf8_lossy(&b).into_owned())
-            };
+            let mut read =
+                |p: &str| read_input(p).map(|b| String::from_utf8_lossy(&b).into_owned());
             strvals::parse_into_file(v, &mut base, &mut read)
                 .map_err(|e| HelmError::new(format!("failed parsing --set-file data: {e}")))?;
         }
@@ -202,7 +201,10 @@ pub fn template(chart: &Chart, vals: &Values, opts: &TemplateOptions) -> Result<
 
     let mut release = BTreeMap::new();
     release.insert("Name".to_string(), TValue::from(opts.release_name.as_str()));
-    release.insert("Namespace".to_string(), TValue::from(opts.namespace.as_str()));
+    release.insert(
+        "Namespace".to_string(),
+        TValue::from(opts.namespace.as_str()),
+    );
     release.insert("IsUpgrade".to_string(), TValue::Bool(opts.is_upgrade));
     release.insert("IsInstall".to_string(), TValue::Bool(!opts.is_upgrade));
     release.insert("Revision".to_string(), TValue::Int(1));

@@ -163,7 +163,10 @@ impl Object for VersionSet {
                     "wrong type for value; expected string; got {}",
                     other.type_name()
                 )),
-                _ => Err(format!("wrong number of args for Has: want 1 got {}", args.len())),
+                _ => Err(format!(
+                    "wrong number of args for Has: want 1 got {}",
+                    args.len()
+                )),
             }),
             _ => None,
         }
@@ -360,7 +363,11 @@ impl Object for ChartObject {
     }
     fn display(&self) -> String {
         let m = &self.0;
-        let ann: Vec<String> = m.annotations.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+        let ann: Vec<String> = m
+            .annotations
+            .iter()
+            .map(|(k, v)| format!("{k}:{v}"))
+            .collect();
         let maint: Vec<String> = m
             .maintainers
             .iter()
@@ -473,7 +480,9 @@ fn no_args(method: &str, args: &[Value]) -> Result<(), String> {
 }
 
 fn bytes_value(b: &[u8]) -> Value {
-    Value::List(Arc::new(b.iter().map(|x| Value::Int(i64::from(*x))).collect()))
+    Value::List(Arc::new(
+        b.iter().map(|x| Value::Int(i64::from(*x))).collect(),
+    ))
 }
 
 impl Object for Files {
@@ -626,7 +635,10 @@ mod tests {
     #[test]
     fn kube_version_parse() {
         let k = KubeVersion::parse("1.30.0").unwrap();
-        assert_eq!((k.version.as_str(), k.major.as_str(), k.minor.as_str()), ("v1.30.0", "1", "30"));
+        assert_eq!(
+            (k.version.as_str(), k.major.as_str(), k.minor.as_str()),
+            ("v1.30.0", "1", "30")
+        );
         assert_eq!(KubeVersion::parse("v1.21").unwrap().version, "v1.21.0");
         assert!(KubeVersion::parse("x").is_err());
     }
@@ -634,17 +646,32 @@ mod tests {
     #[test]
     fn files_methods() {
         let f = Files::new(&[
-            super::super::chart::File { name: "conf/a.txt".into(), data: b"x\ny".to_vec() },
-            super::super::chart::File { name: "b.txt".into(), data: b"b".to_vec() },
+            super::super::chart::File {
+                name: "conf/a.txt".into(),
+                data: b"x\ny".to_vec(),
+            },
+            super::super::chart::File {
+                name: "b.txt".into(),
+                data: b"b".to_vec(),
+            },
         ]);
-        let lines = f.call("Lines", &[Value::from("conf/a.txt")]).unwrap().unwrap();
+        let lines = f
+            .call("Lines", &[Value::from("conf/a.txt")])
+            .unwrap()
+            .unwrap();
         assert_eq!(lines.to_go_string(), "[x y]");
         let g = f.call("Glob", &[Value::from("conf/*")]).unwrap().unwrap();
         match g {
             Value::Object(o) => assert_eq!(o.display(), "map[conf/a.txt:[120 10 121]]"),
             _ => panic!("not an object"),
         }
-        assert_eq!(f.call("Get", &[Value::from("nope")]).unwrap().unwrap().to_go_string(), "");
+        assert_eq!(
+            f.call("Get", &[Value::from("nope")])
+                .unwrap()
+                .unwrap()
+                .to_go_string(),
+            ""
+        );
         assert!(f.call("Get", &[]).unwrap().is_err());
     }
 }

@@ -86,9 +86,13 @@ mod tests {
             ),
             ..Default::default()
         };
-        let Value::Object(ok) = json!({"replicas": 1.0, "image": "x"}) else { unreachable!() };
+        let Value::Object(ok) = json!({"replicas": 1.0, "image": "x"}) else {
+            unreachable!()
+        };
         validate(&chart, &ok).unwrap();
-        let Value::Object(bad) = json!({"replicas": "two"}) else { unreachable!() };
+        let Value::Object(bad) = json!({"replicas": "two"}) else {
+            unreachable!()
+        };
         let e = validate(&chart, &bad).unwrap_err();
         assert!(e.starts_with("c:\n"), "{e}");
         assert!(e.contains("- replicas:"), "{e}");

@@ -196,7 +196,9 @@ impl<'r, 'a> Parser<'r, 'a> {
             },
             Stop::At(',') => {
                 set(data, &k, Value::String(String::new()));
-                Err(Err::Msg(format!("key {k:?} has no value (cannot end with ,)")))
+                Err(Err::Msg(format!(
+                    "key {k:?} has no value (cannot end with ,)"
+                )))
             }
             Stop::At(_) => {
                 // '.'
@@ -230,13 +232,18 @@ impl<'r, 'a> Parser<'r, 'a> {
 
     fn list_item(&mut self, mut list: Vec<Value>, i: i64) -> (Vec<Value>, Result<(), Err>) {
         if i < 0 {
-            return (list, Err(Err::Msg(format!("negative {i} index not allowed"))));
+            return (
+                list,
+                Err(Err::Msg(format!("negative {i} index not allowed"))),
+            );
         }
         let (k, last) = self.runes_until(&['[', '.', '=']);
         if !k.is_empty() {
             return (
                 list,
-                Err(Err::Msg(format!("unexpected data at end of array index: {k:?}"))),
+                Err(Err::Msg(format!(
+                    "unexpected data at end of array index: {k:?}"
+                ))),
             );
         }
         match last {
@@ -343,7 +350,10 @@ fn set_index(mut list: Vec<Value>, index: i64, val: Value) -> (Vec<Value>, Resul
     let ix = match usize::try_from(index) {
         Ok(ix) => ix,
         Err(_) => {
-            return (list, Err(Err::Msg(format!("negative {index} index not allowed"))));
+            return (
+                list,
+                Err(Err::Msg(format!("negative {index} index not allowed"))),
+            );
         }
     };
     if ix > MAX_INDEX {
@@ -387,51 +397,106 @@ mod tests {
     #[test]
     fn helm_parser_cases() {
         assert_eq!(p("name=value").unwrap(), json!({"name": "value"}));
-        assert_eq!(p("long_int_string=1234567890").unwrap(), json!({"long_int_string": 1234567890i64}));
+        assert_eq!(
+            p("long_int_string=1234567890").unwrap(),
+            json!({"long_int_string": 1234567890i64})
+        );
         assert_eq!(p("boolean=true").unwrap(), json!({"boolean": true}));
         assert_eq!(p("is_null=null").unwrap(), json!({"is_null": null}));
         assert_eq!(p("zero=0").unwrap(), json!({"zero": 0}));
-        assert_eq!(p("leading_zeros=00009").unwrap(), json!({"leading_zeros": "00009"}));
-        assert_eq!(p("name1=value1,name2=value2").unwrap(), json!({"name1": "value1", "name2": "value2"}));
-        assert_eq!(p("name1=value1,name2=value2,").unwrap(), json!({"name1": "value1", "name2": "value2"}));
-        assert_eq!(p("outer.inner=value").unwrap(), json!({"outer": {"inner": "value"}}));
-        assert_eq!(p("outer.middle.inner=value").unwrap(), json!({"outer": {"middle": {"inner": "value"}}}));
-        assert_eq!(p("outer.inner1=value,outer.inner2=value2").unwrap(), json!({"outer": {"inner1": "value", "inner2": "value2"}}));
+        assert_eq!(
+            p("leading_zeros=00009").unwrap(),
+            json!({"leading_zeros": "00009"})
+        );
+        assert_eq!(
+            p("name1=value1,name2=value2").unwrap(),
+            json!({"name1": "value1", "name2": "value2"})
+        );
+        assert_eq!(
+            p("name1=value1,name2=value2,").unwrap(),
+            json!({"name1": "value1", "name2": "value2"})
+        );
+        assert_eq!(
+            p("outer.inner=value").unwrap(),
+            json!({"outer": {"inner": "value"}})
+        );
+        assert_eq!(
+            p("outer.middle.inner=value").unwrap(),
+            json!({"outer": {"middle": {"inner": "value"}}})
+        );
+        assert_eq!(
+            p("outer.inner1=value,outer.inner2=value2").unwrap(),
+            json!({"outer": {"inner1": "value", "inner2": "value2"}})
+        );
         assert_eq!(p("name1.name2=").unwrap(), json!({"name1": {"name2": ""}}));
         assert_eq!(p("name1=").unwrap(), json!({"name1": ""}));
-        assert_eq!(p("name1={value1,value2}").unwrap(), json!({"name1": ["value1", "value2"]}));
-        assert_eq!(p("name1={value1,value2},name2={value1,value2}").unwrap(), json!({"name1": ["value1", "value2"], "name2": ["value1", "value2"]}));
+        assert_eq!(
+            p("name1={value1,value2}").unwrap(),
+            json!({"name1": ["value1", "value2"]})
+        );
+        assert_eq!(
+            p("name1={value1,value2},name2={value1,value2}").unwrap(),
+            json!({"name1": ["value1", "value2"], "name2": ["value1", "value2"]})
+        );
         assert_eq!(p("list[0]=foo").unwrap(), json!({"list": ["foo"]}));
-        assert_eq!(p("list[0].foo=bar").unwrap(), json!({"list": [{"foo": "bar"}]}));
-        assert_eq!(p("list[0].foo=bar,list[0].hello=world").unwrap(), json!({"list": [{"foo": "bar", "hello": "world"}]}));
-        assert_eq!(p("list[0]=foo,list[1]=bar").unwrap(), json!({"list": ["foo", "bar"]}));
-        assert_eq!(p("list[0]=foo,list[3]=bar").unwrap(), json!({"list": ["foo", null, null, "bar"]}));
-        assert_eq!(p("list[0][0]=a,list[0][1]=b").unwrap(), json!({"list": [["a", "b"]]}));
+        assert_eq!(
+            p("list[0].foo=bar").unwrap(),
+            json!({"list": [{"foo": "bar"}]})
+        );
+        assert_eq!(
+            p("list[0].foo=bar,list[0].hello=world").unwrap(),
+            json!({"list": [{"foo": "bar", "hello": "world"}]})
+        );
+        assert_eq!(
+            p("list[0]=foo,list[1]=bar").unwrap(),
+            json!({"list": ["foo", "bar"]})
+        );
+        assert_eq!(
+            p("list[0]=foo,list[3]=bar").unwrap(),
+            json!({"list": ["foo", null, null, "bar"]})
+        );
+        assert_eq!(
+            p("list[0][0]=a,list[0][1]=b").unwrap(),
+            json!({"list": [["a", "b"]]})
+        );
         assert_eq!(p("illegal[0]name.foo=bar").is_err(), true);
         assert_eq!(p("noval[0]").unwrap(), json!({"noval": []}));
         assert_eq!(p("a.b\\.c=d").unwrap(), json!({"a": {"b.c": "d"}}));
         assert_eq!(p("x=a\\,b").unwrap(), json!({"x": "a,b"}));
-        assert_eq!(p("name=value,name=other").unwrap(), json!({"name": "other"}));
+        assert_eq!(
+            p("name=value,name=other").unwrap(),
+            json!({"name": "other"})
+        );
     }
 
     #[test]
     fn helm_parser_errors() {
         assert_eq!(p("name").unwrap_err(), "key \"name\" has no value");
-        assert_eq!(p("name1,name2=").unwrap_err(), "key \"name1\" has no value (cannot end with ,)");
+        assert_eq!(
+            p("name1,name2=").unwrap_err(),
+            "key \"name1\" has no value (cannot end with ,)"
+        );
         assert!(p("name1.=name2").unwrap_err().contains("has no value"));
         assert!(p("name1={value1,value2").unwrap_err().contains("terminate"));
         assert!(p("list[-1]=x").unwrap_err().contains("negative"));
         assert!(p("list[x]=x").unwrap_err().contains("error parsing index"));
         assert!(p("list[99999999]=x").unwrap_err().contains("maximum"));
         assert!(p("a=1,a.b=2").unwrap_err().contains("interface conversion"));
-        assert!(p("a=1,a[0]=2").unwrap_err().contains("interface conversion"));
+        assert!(
+            p("a=1,a[0]=2")
+                .unwrap_err()
+                .contains("interface conversion")
+        );
     }
 
     #[test]
     fn set_string_keeps_strings() {
         let mut m = Map::new();
         parse_into_string("a=true,b=1,c=null", &mut m).unwrap();
-        assert_eq!(Value::Object(m), json!({"a": "true", "b": "1", "c": "null"}));
+        assert_eq!(
+            Value::Object(m),
+            json!({"a": "true", "b": "1", "c": "null"})
+        );
     }
 
     #[test]
@@ -439,6 +504,9 @@ mod tests {
         let mut m = Map::new();
         let mut read = |p: &str| Ok(format!("content of {p}"));
         parse_into_file("a=x.txt,b[0]=y", &mut m, &mut read).unwrap();
-        assert_eq!(Value::Object(m), json!({"a": "content of x.txt", "b": ["content of y"]}));
+        assert_eq!(
+            Value::Object(m),
+            json!({"a": "content of x.txt", "b": ["content of y"]})
+        );
     }
 }

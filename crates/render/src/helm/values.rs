@@ -28,7 +28,34 @@ pub fn parse_values_yaml(text: &str, source: &str) -> Result<Values, String> {
 /// Parses one YAML document into a JSON value with every number converted to `float64`,
 /// as sigs.k8s.io/yaml does (YAML 1.1 booleans and legacy octal included).
 pub fn parse_yaml_value(text: &str, source: &str) -> Result<Value, String> {
-    parse_yaml_raw(text, source).map(floatify)
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim().is_empty() {
+        return Ok(Value::Null);
+    }
+    // gotmpl's loader resolves scalars and keys like go-yaml v2 (`y:` is the key "true").
+    let v = gotmpl::yaml::from_yaml(text).map_err(|e| format!("{source}: {e}"))?;
+    Ok(tmpl_to_json(&v))
+}
+
+/// Converts a loaded YAML value to JSON keeping float64 numbers float-backed.
+fn tmpl_to_json(v: &gotmpl::Value) -> Value {
+    use gotmpl::Value as T;
+    match v {
+        T::Nil => Value::Null,
+        T::Bool(b) => Value::Bool(*b),
+        T::Int(i) => Value::Number(Number::from(*i)),
+        T::Float(f) => Number::from_f64(*f)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
+        T::String(s) => Value::String(s.to_string()),
+        T::List(l) => Value::Array(l.iter().map(tmpl_to_json).collect()),
+        T::Map(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), tmpl_to_json(v)))
+                .collect(),
+        ),
+        other => other.to_json(),
+    }
 }
 
 /// Parses one YAML document keeping YAML's own int/float distinction (go-yaml v2's view before
@@ -44,9 +71,31 @@ pub fn parse_yaml_raw(text: &str, source: &str) -> Result<Value, String> {
         duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::LastWins,
     };
     // sigs.k8s.io/yaml reads only the first document of a stream.
-    let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(text, opts)
-        .map_err(|e| format!("{source}: error converting YAML to JSON: {e}"))?;
+    let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(text, opts).map_err(|e| {
+        format!(
+            "{source}: error converting YAML to JSON: {}",
+            go_yaml_error(&e.to_string())
+        )
+    })?;
     Ok(docs.into_iter().next().unwrap_or(Value::Null))
+}
+
+/// Rewords a parser error as go-yaml does (`yaml: line N: message`), keeping the line number
+/// that locates the problem.
+fn go_yaml_error(e: &str) -> String {
+    let first = e.lines().next().unwrap_or(e);
+    let rest = first.strip_prefix("error: ").unwrap_or(first);
+    if let Some(after) = rest.strip_prefix("line ")
+        && let Some((line, tail)) = after.split_once(' ')
+        && line.bytes().all(|b| b.is_ascii_digit())
+    {
+        let msg = tail
+            .strip_prefix("column ")
+            .and_then(|t| t.split_once(": ").map(|(_, m)| m))
+            .unwrap_or(tail);
+        return format!("yaml: line {line}: {msg}");
+    }
+    format!("yaml: {rest}")
 }
 
 /// How sigs.k8s.io/yaml v1.2 turns a YAML scalar into a Go string field: ints in decimal,
@@ -69,10 +118,18 @@ pub fn format_float32_g(f: f64) -> String {
         return "NaN".into();
     }
     if f.is_infinite() {
-        return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let e = format!("{:e}", f.abs());
     let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
@@ -81,7 +138,11 @@ pub fn format_float32_g(f: f64) -> String {
     let neg = if f < 0.0 { "-" } else { "" };
     if !(-4..6).contains(&exp) {
         let rest = &digits[1..];
-        let dot = if rest.is_empty() { String::new() } else { format!(".{rest}") };
+        let dot = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
         let sign = if exp < 0 { '-' } else { '+' };
         return format!("{neg}{}{dot}e{sign}{:02}", &digits[..1], exp.abs());
     }
@@ -290,7 +351,11 @@ mod tests {
     #[test]
     fn empty_and_non_map_documents() {
         assert!(parse_values_yaml("", "x").unwrap().is_empty());
-        assert!(parse_values_yaml("# only a comment\n", "x").unwrap().is_empty());
+        assert!(
+            parse_values_yaml("# only a comment\n", "x")
+                .unwrap()
+                .is_empty()
+        );
         let e = parse_values_yaml("- a\n", "x.yaml").unwrap_err();
         assert!(e.contains("x.yaml") && e.contains("array"), "{e}");
         let e = parse_values_yaml("a: [\n", "bad.yaml").unwrap_err();
@@ -302,7 +367,10 @@ mod tests {
         let chart = obj(json!({"a": 1, "b": {"c": 2, "d": 3}, "e": 4}));
         let mut user = obj(json!({"a": null, "b": {"c": null}, "f": null}));
         coalesce_chart_values(&chart, &mut user);
-        assert_eq!(Value::Object(user), json!({"b": {"d": 3}, "e": 4, "f": null}));
+        assert_eq!(
+            Value::Object(user),
+            json!({"b": {"d": 3}, "e": 4, "f": null})
+        );
     }
 
     #[test]
@@ -310,7 +378,10 @@ mod tests {
         let parent = obj(json!({"global": {"a": 1, "m": {"x": 1}}}));
         let mut sub = obj(json!({"global": {"a": 2, "b": 3, "m": {"y": 2}}}));
         coalesce_globals(&mut sub, &parent);
-        assert_eq!(sub["global"], json!({"a": 1, "b": 3, "m": {"x": 1, "y": 2}}));
+        assert_eq!(
+            sub["global"],
+            json!({"a": 1, "b": 3, "m": {"x": 1, "y": 2}})
+        );
     }
 
     #[test]

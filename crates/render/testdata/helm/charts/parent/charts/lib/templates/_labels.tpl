@@ -1,0 +1,4 @@
+{{- define "lib.labels" -}}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+lib-chart: {{ .Chart.Name }}
+{{- end -}}

@@ -1,0 +1,1 @@
+{{- define "common.name" -}}parent-defined{{- end -}}
