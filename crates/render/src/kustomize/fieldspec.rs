@@ -168,10 +168,16 @@ mod tests {
     fn walks_lists_and_creates() {
         let mut v = json!({"spec": {"containers": [{"image": "a"}, {"image": "b"}]}});
         let mut seen = vec![];
-        apply(&mut v, "spec/containers[]/image", false, CreateKind::Scalar, &mut |x| {
-            seen.push(x.as_str().unwrap_or("").to_string());
-            Ok(())
-        })
+        apply(
+            &mut v,
+            "spec/containers[]/image",
+            false,
+            CreateKind::Scalar,
+            &mut |x| {
+                seen.push(x.as_str().unwrap_or("").to_string());
+                Ok(())
+            },
+        )
         .unwrap();
         assert_eq!(seen, vec!["a", "b"]);
         let mut v = json!({"kind": "Service"});
@@ -180,7 +186,10 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert_eq!(v, json!({"kind": "Service", "spec": {"selector": {"a": "b"}}}));
+        assert_eq!(
+            v,
+            json!({"kind": "Service", "spec": {"selector": {"a": "b"}}})
+        );
     }
 
     #[test]

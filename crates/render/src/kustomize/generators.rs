@@ -18,8 +18,8 @@ pub fn run(fs: &dyn FileSource, k: &Kustomization, acc: &mut ResMap) -> Result<(
     ] {
         for g in gens {
             let opts = merge_options(g.options.as_ref(), k.generator_options.as_ref());
-            let r = make(fs, k, g, secret, &opts)
-                .map_err(|e| e.field(field).file_if_none(&k.file))?;
+            let r =
+                make(fs, k, g, secret, &opts).map_err(|e| e.field(field).file_if_none(&k.file))?;
             absorb(acc, r).map_err(|msg| KustomizeError::at(&k.file, g.line, Some(field), msg))?;
         }
     }
@@ -113,9 +113,7 @@ fn make(
                 (a.to_string(), b.to_string())
             }
             _ => {
-                return Err(err(
-                    "key names or file paths cannot contain '='".to_string()
-                ));
+                return Err(err("key names or file paths cannot contain '='".to_string()));
             }
         };
         let path = normalize(&k.dir, Path::new(&file));
@@ -170,7 +168,7 @@ fn make(
     let mut data = Map::new();
     let mut binary = Map::new();
     for (key, bytes) in pairs {
-        let b64 = || base64::engine::general_purpose::STANDARD.encode(&bytes);
+        let b64 = || wrapped_base64(&bytes);
         if secret {
             data.insert(key, b64().into());
         } else {
@@ -197,6 +195,23 @@ fn make(
     r.needs_hash = !opts.disable_name_suffix_hash;
     r.behavior = g.behavior.clone();
     Ok(r)
+}
+
+/// Base64 as kyaml writes Secret data: lines of 70 characters, each followed by a newline
+/// once the encoding needs more than one line (the value then prints as a YAML block).
+fn wrapped_base64(bytes: &[u8]) -> String {
+    const LINE: usize = 70;
+    let enc = base64::engine::general_purpose::STANDARD.encode(bytes);
+    let lines = enc.len() / LINE + 1;
+    if lines <= 1 {
+        return enc;
+    }
+    let mut out = String::with_capacity(enc.len() + lines);
+    for chunk in enc.as_bytes().chunks(LINE) {
+        out.push_str(std::str::from_utf8(chunk).unwrap_or(""));
+        out.push('\n');
+    }
+    out
 }
 
 fn string_map(pairs: &[(String, String)]) -> Value {
@@ -506,7 +521,10 @@ mod tests {
 
     #[test]
     fn go_json_escapes_html() {
-        assert_eq!(go_json(&json!({"b": "<&>", "a": 1.5})), r#"{"a":1.5,"b":"\u003c\u0026\u003e"}"#);
+        assert_eq!(
+            go_json(&json!({"b": "<&>", "a": 1.5})),
+            r#"{"a":1.5,"b":"\u003c\u0026\u003e"}"#
+        );
     }
 
     #[test]

@@ -132,7 +132,11 @@ pub fn go_format_g(f: f64) -> String {
         return ".nan".into();
     }
     if f.is_infinite() {
-        return if f > 0.0 { ".inf".into() } else { "-.inf".into() };
+        return if f > 0.0 {
+            ".inf".into()
+        } else {
+            "-.inf".into()
+        };
     }
     if f == 0.0 {
         return if f.is_sign_negative() {
@@ -251,26 +255,18 @@ fn go_parse_int(s: &str) -> Option<()> {
     if body.is_empty() {
         return None;
     }
-    let (digits, radix) = if let Some(r) = body
-        .strip_prefix("0x")
-        .or_else(|| body.strip_prefix("0X"))
-    {
-        (r, 16)
-    } else if let Some(r) = body
-        .strip_prefix("0o")
-        .or_else(|| body.strip_prefix("0O"))
-    {
-        (r, 8)
-    } else if let Some(r) = body
-        .strip_prefix("0b")
-        .or_else(|| body.strip_prefix("0B"))
-    {
-        (r, 2)
-    } else if body.len() > 1 && body.starts_with('0') {
-        (&body[1..], 8)
-    } else {
-        (body, 10)
-    };
+    let (digits, radix) =
+        if let Some(r) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+            (r, 16)
+        } else if let Some(r) = body.strip_prefix("0o").or_else(|| body.strip_prefix("0O")) {
+            (r, 8)
+        } else if let Some(r) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
+            (r, 2)
+        } else if body.len() > 1 && body.starts_with('0') {
+            (&body[1..], 8)
+        } else {
+            (body, 10)
+        };
     if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
         return None;
     }
@@ -862,13 +858,7 @@ impl Emitter {
         self.indention = true;
     }
 
-    fn write_indicator(
-        &mut self,
-        ind: &str,
-        need_ws: bool,
-        is_ws: bool,
-        is_indention: bool,
-    ) {
+    fn write_indicator(&mut self, ind: &str, need_ws: bool, is_ws: bool, is_indention: bool) {
         if need_ws && !self.whitespace {
             self.put(' ');
         }
@@ -1178,17 +1168,14 @@ impl Emitter {
                         self.put(ch);
                         for k in (0..n).rev() {
                             let d = (r >> (k * 4)) & 0xF;
-                            let dc = char::from_digit(d, 16)
-                                .unwrap_or('0')
-                                .to_ascii_uppercase();
+                            let dc = char::from_digit(d, 16).unwrap_or('0').to_ascii_uppercase();
                             self.put(dc);
                         }
                     }
                 }
                 spaces = false;
             } else if is_space(v, i) {
-                if allow_breaks && !spaces && self.column > BEST_WIDTH && i > 0 && i < v.len() - 1
-                {
+                if allow_breaks && !spaces && self.column > BEST_WIDTH && i > 0 && i < v.len() - 1 {
                     self.write_indent();
                     if is_space(v, i + 1) {
                         self.put('\\');
@@ -1323,10 +1310,7 @@ mod tests {
         assert_eq!(to_yaml(&json!({"k": "a\nb"})), "k: |-\n  a\n  b\n");
         assert_eq!(to_yaml(&json!({"k": "a\n\n"})), "k: |+\n  a\n\n");
         assert_eq!(to_yaml(&json!({"k": "  a\nb\n"})), "k: |2\n    a\n  b\n");
-        assert_eq!(
-            to_yaml(&json!({"k": "a  \nb\n"})),
-            "k: \"a  \\nb\\n\"\n"
-        );
+        assert_eq!(to_yaml(&json!({"k": "a  \nb\n"})), "k: \"a  \\nb\\n\"\n");
     }
 
     #[test]
@@ -1348,14 +1332,19 @@ mod tests {
             "1.2345678901234568e+20"
         );
         assert_eq!(number_text(&Number::from_f64(-0.0).unwrap()), "0");
-        assert_eq!(number_text(&Number::from_f64(1234567.5).unwrap()), "1.2345675e+06");
+        assert_eq!(
+            number_text(&Number::from_f64(1234567.5).unwrap()),
+            "1.2345675e+06"
+        );
         assert_eq!(number_text(&Number::from_f64(0.0001).unwrap()), "0.0001");
         assert_eq!(number_text(&Number::from_f64(1e-7).unwrap()), "1e-07");
     }
 
     #[test]
     fn resolver_matches_go_yaml() {
-        for s in ["yes", "Off", "0x1F", "1_000", "-0b11", "1.5", "2001-1-2", ".inf", "<<"] {
+        for s in [
+            "yes", "Off", "0x1F", "1_000", "-0b11", "1.5", "2001-1-2", ".inf", "<<",
+        ] {
             assert!(v2_resolves_non_string(s), "{s}");
         }
         for s in ["yess", "0x", "1.2.3", "2001-13-01", "abc", "-", "1e", "0b2"] {

@@ -178,7 +178,10 @@ pub fn parse(file: &Path, dir: &Path, text: &str) -> Result<Kustomization, Kusto
             file,
             root.line,
             None,
-            format!("expected a mapping at the top level, got {}", root.type_name()),
+            format!(
+                "expected a mapping at the top level, got {}",
+                root.type_name()
+            ),
         ));
     };
     let p = P { file };
@@ -295,15 +298,19 @@ pub fn parse(file: &Path, dir: &Path, text: &str) -> Result<Kustomization, Kusto
                 }
             }
             "generatorOptions" => k.generator_options = Some(p.gen_options(v, f)?),
-            "vars" | "replacements" | "configurations" | "generators" | "transformers"
-            | "validators" | "helmCharts" | "helmGlobals" | "helmChartInflationGenerator"
-            | "inventory" | "buildMetadata" => {
+            "vars"
+            | "replacements"
+            | "configurations"
+            | "generators"
+            | "transformers"
+            | "validators"
+            | "helmCharts"
+            | "helmGlobals"
+            | "helmChartInflationGenerator"
+            | "inventory"
+            | "buildMetadata" => {
                 if !is_empty(v) {
-                    return Err(p.err(
-                        v,
-                        f,
-                        "is not supported by Fleet's kustomize renderer",
-                    ));
+                    return Err(p.err(v, f, "is not supported by Fleet's kustomize renderer"));
                 }
             }
             other => return Err(p.unknown(v, other)),
@@ -366,7 +373,11 @@ impl P<'_> {
         match &n.v {
             YVal::Str(s) => Ok(s.clone()),
             YVal::Null => Ok(String::new()),
-            _ => Err(self.err(n, field, format!("expected a string, got {}", n.type_name()))),
+            _ => Err(self.err(
+                n,
+                field,
+                format!("expected a string, got {}", n.type_name()),
+            )),
         }
     }
 
@@ -374,7 +385,11 @@ impl P<'_> {
         match &n.v {
             YVal::Bool(b) => Ok(*b),
             YVal::Null => Ok(false),
-            _ => Err(self.err(n, field, format!("expected a boolean, got {}", n.type_name()))),
+            _ => Err(self.err(
+                n,
+                field,
+                format!("expected a boolean, got {}", n.type_name()),
+            )),
         }
     }
 
@@ -390,7 +405,11 @@ impl P<'_> {
         match &n.v {
             YVal::Map(m) => Ok(m),
             YVal::Null => Ok(&[]),
-            _ => Err(self.err(n, field, format!("expected a mapping, got {}", n.type_name()))),
+            _ => Err(self.err(
+                n,
+                field,
+                format!("expected a mapping, got {}", n.type_name()),
+            )),
         }
     }
 
@@ -423,10 +442,7 @@ impl P<'_> {
                 _ => Err(self.err(
                     v,
                     &format!("{field}.{k}"),
-                    format!(
-                        "expected a string, got {} (quote the value)",
-                        v.type_name()
-                    ),
+                    format!("expected a string, got {} (quote the value)", v.type_name()),
                 )),
             })
             .collect()
@@ -488,11 +504,9 @@ impl P<'_> {
             }
         }
         match (&ps.path, &ps.patch) {
-            (Some(_), Some(_)) => Err(self.err(
-                n,
-                field,
-                "patch and path can't be set at the same time",
-            )),
+            (Some(_), Some(_)) => {
+                Err(self.err(n, field, "patch and path can't be set at the same time"))
+            }
             (None, None) => Err(self.err(n, field, "must specify one of patch and path")),
             _ => Ok(ps),
         }

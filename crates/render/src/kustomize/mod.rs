@@ -50,7 +50,12 @@ impl KustomizeError {
         }
     }
 
-    pub(crate) fn at(file: &Path, line: usize, field: Option<&str>, msg: impl Into<String>) -> Self {
+    pub(crate) fn at(
+        file: &Path,
+        line: usize,
+        field: Option<&str>,
+        msg: impl Into<String>,
+    ) -> Self {
         KustomizeError {
             file: Some(file.to_path_buf()),
             line,
@@ -295,9 +300,8 @@ fn accumulate_loaded(
                     KustomizeError::at(&k.file, entry.line, Some("resources"), e.msg)
                 }
             })?;
-            acc.absorb(sub).map_err(|e| {
-                KustomizeError::at(&k.file, entry.line, Some("resources"), e.msg)
-            })?;
+            acc.absorb(sub)
+                .map_err(|e| KustomizeError::at(&k.file, entry.line, Some("resources"), e.msg))?;
         } else {
             return Err(KustomizeError::at(
                 &k.file,

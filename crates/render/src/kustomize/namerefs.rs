@@ -2,9 +2,9 @@
 //! field that refers to one of them by name (ConfigMap volumes, envFrom, secretKeyRef,
 //! serviceAccountName, RoleBinding roleRef/subjects, ...) is updated to the new name.
 
+use super::KustomizeError;
 use super::fieldspec::{self, CreateKind, FieldSpec};
 use super::resource::{ResId, ResMap};
-use super::KustomizeError;
 use serde_json::Value;
 
 /// A kind that can be referred to, and the fields (in other kinds) that refer to it.
@@ -50,7 +50,13 @@ fn pod_refs(suffixes: &[&str]) -> Vec<FieldSpec> {
     let mut v = Vec::new();
     for (version, kind, prefix) in POD_SPECS {
         for s in suffixes {
-            v.push(FieldSpec::gvk("", version, kind, &format!("{prefix}/{s}"), false));
+            v.push(FieldSpec::gvk(
+                "",
+                version,
+                kind,
+                &format!("{prefix}/{s}"),
+                false,
+            ));
         }
     }
     v
@@ -66,7 +72,12 @@ fn owner_refs(suffix: &str) -> Vec<FieldSpec> {
 fn back_refs() -> Vec<BackRef> {
     let rbac = "rbac.authorization.k8s.io";
     let mut out = Vec::new();
-    for kind in ["Deployment", "ReplicationController", "ReplicaSet", "StatefulSet"] {
+    for kind in [
+        "Deployment",
+        "ReplicationController",
+        "ReplicaSet",
+        "StatefulSet",
+    ] {
         out.push(BackRef {
             group: "",
             version: "",
@@ -87,9 +98,19 @@ fn back_refs() -> Vec<BackRef> {
         "initContainers/envFrom/configMapRef/name",
         "volumes/projected/sources/configMap/name",
     ]);
-    cm.push(FieldSpec::gk("", "Node", "spec/configSource/configMap", false));
+    cm.push(FieldSpec::gk(
+        "",
+        "Node",
+        "spec/configSource/configMap",
+        false,
+    ));
     cm.push(FieldSpec::gk("", "Role", "rules/resourceNames", false));
-    cm.push(FieldSpec::gk("", "ClusterRole", "rules/resourceNames", false));
+    cm.push(FieldSpec::gk(
+        "",
+        "ClusterRole",
+        "rules/resourceNames",
+        false,
+    ));
     cm.push(FieldSpec::gk(
         "",
         "Ingress",
@@ -119,7 +140,12 @@ fn back_refs() -> Vec<BackRef> {
     ] {
         sec.push(FieldSpec::gk("", "Ingress", p, false));
     }
-    sec.push(FieldSpec::gk("", "ServiceAccount", "imagePullSecrets/name", false));
+    sec.push(FieldSpec::gk(
+        "",
+        "ServiceAccount",
+        "imagePullSecrets/name",
+        false,
+    ));
     for p in [
         "parameters/secretName",
         "parameters/adminSecretName",
@@ -129,7 +155,12 @@ fn back_refs() -> Vec<BackRef> {
         sec.push(FieldSpec::gk("", "StorageClass", p, false));
     }
     sec.push(FieldSpec::gk("", "Role", "rules/resourceNames", false));
-    sec.push(FieldSpec::gk("", "ClusterRole", "rules/resourceNames", false));
+    sec.push(FieldSpec::gk(
+        "",
+        "ClusterRole",
+        "rules/resourceNames",
+        false,
+    ));
     sec.push(FieldSpec::gvk(
         "serving.knative.dev",
         "v1",
@@ -149,7 +180,12 @@ fn back_refs() -> Vec<BackRef> {
         kind: "Secret",
         referrers: sec,
     });
-    let mut svc = vec![FieldSpec::gk("apps", "StatefulSet", "spec/serviceName", false)];
+    let mut svc = vec![FieldSpec::gk(
+        "apps",
+        "StatefulSet",
+        "spec/serviceName",
+        false,
+    )];
     for p in [
         "spec/rules/http/paths/backend/serviceName",
         "spec/backend/serviceName",
@@ -266,7 +302,7 @@ pub fn fix_back_references(acc: &mut ResMap) -> Result<(), KustomizeError> {
         .iter()
         .map(|r| Cand {
             cur: r.id(),
-            org_ns: r.org_id().namespace,
+            org_ns: r.org_id().effective_namespace().to_string(),
             prev: r.prev_ids.clone(),
             prefixes: r.prefixes.clone(),
             suffixes: r.suffixes.clone(),
@@ -284,9 +320,13 @@ pub fn fix_back_references(acc: &mut ResMap) -> Result<(), KustomizeError> {
         for br in &refs {
             for spec in br.referrers.iter().filter(|s| s.selects(&org)) {
                 let source = r.source.clone();
-                fieldspec::apply(&mut r.obj, &spec.path, false, CreateKind::Scalar, &mut |v| {
-                    set_ref(v, br, spec, &referrer, &pool)
-                })
+                fieldspec::apply(
+                    &mut r.obj,
+                    &spec.path,
+                    false,
+                    CreateKind::Scalar,
+                    &mut |v| set_ref(v, br, spec, &referrer, &pool),
+                )
                 .map_err(|e| {
                     KustomizeError::in_file(
                         &source,
@@ -374,14 +414,21 @@ fn set_ref(
             let pool: Vec<&Cand> = match m.get("namespace").and_then(Value::as_str) {
                 None => pool.to_vec(),
                 Some(ns) => {
-                    let by_org: Vec<&Cand> =
-                        pool.iter().copied().filter(|c| c.org_ns == ns).collect();
+                    // Original namespace first, then current (both "effective": "" is
+                    // "default", cluster-scoped resources have none).
+                    let by_org: Vec<&Cand> = pool
+                        .iter()
+                        .copied()
+                        .filter(|c| !c.cur.is_cluster_scoped() && c.org_ns == ns)
+                        .collect();
                     if !by_org.is_empty() {
                         by_org
                     } else {
                         pool.iter()
                             .copied()
-                            .filter(|c| c.cur.namespace == ns)
+                            .filter(|c| {
+                                !c.cur.is_cluster_scoped() && c.cur.effective_namespace() == ns
+                            })
                             .collect()
                     }
                 }

@@ -149,12 +149,18 @@ pub fn patches(
             match &ps.target {
                 None => {
                     let t = find_by_patch_id(acc, &p, field)?;
-                    apply_sm(acc, &[t], &p, field, ps.allow_name_change, ps.allow_kind_change)?;
+                    apply_sm(
+                        acc,
+                        &[t],
+                        &p,
+                        field,
+                        ps.allow_name_change,
+                        ps.allow_kind_change,
+                    )?;
                 }
                 Some(sel) => {
-                    let targets = select(acc, sel).map_err(|m| {
-                        KustomizeError::at(&k.file, ps.line, Some(field), m)
-                    })?;
+                    let targets = select(acc, sel)
+                        .map_err(|m| KustomizeError::at(&k.file, ps.line, Some(field), m))?;
                     apply_sm(
                         acc,
                         &targets,
@@ -226,8 +232,8 @@ fn apply_json6902(
     line: usize,
     field: &str,
 ) -> Result<(), KustomizeError> {
-    let targets = select(acc, target)
-        .map_err(|m| KustomizeError::at(&k.file, line, Some(field), m))?;
+    let targets =
+        select(acc, target).map_err(|m| KustomizeError::at(&k.file, line, Some(field), m))?;
     for i in targets {
         let r = &mut acc.list[i];
         let id = r.id();
@@ -471,7 +477,10 @@ fn parse_selector(s: &str) -> Result<Vec<Req>, String> {
             out.push(Req::NotIn(k.trim().into(), set(rest)?));
         } else if let Some((k, rest)) = p.split_once(" in ") {
             out.push(Req::In(k.trim().into(), set(rest)?));
-        } else if p.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) {
+        } else if p
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+        {
             out.push(Req::Exists(p.to_string()));
         } else {
             return Err(format!("invalid selector {s:?}"));

@@ -96,8 +96,14 @@ pub fn is_cluster_scoped(group: &str, kind: &str) -> bool {
             | ("storage.k8s.io", "VolumeAttachment")
             | ("scheduling.k8s.io", "PriorityClass")
             | ("apiregistration.k8s.io", "APIService")
-            | ("admissionregistration.k8s.io", "MutatingWebhookConfiguration")
-            | ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration")
+            | (
+                "admissionregistration.k8s.io",
+                "MutatingWebhookConfiguration"
+            )
+            | (
+                "admissionregistration.k8s.io",
+                "ValidatingWebhookConfiguration"
+            )
             | ("policy", "PodSecurityPolicy")
             | ("extensions", "PodSecurityPolicy")
             | ("networking.k8s.io", "IngressClass")
@@ -389,7 +395,8 @@ fn id_legacy(id: &ResId) -> String {
 /// kustomize's legacy output order: well-known kinds first (Namespace, ..., Deployment),
 /// webhooks last, everything else in between, then by group/version/kind, namespace, name.
 pub fn legacy_sort(list: &mut [Res]) {
-    let mut keyed: Vec<(ResId, usize)> = list.iter().enumerate().map(|(i, r)| (r.id(), i)).collect();
+    let mut keyed: Vec<(ResId, usize)> =
+        list.iter().enumerate().map(|(i, r)| (r.id(), i)).collect();
     keyed.sort_by(|(a, _), (b, _)| legacy_cmp(a, b));
     let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
     let mut taken: Vec<Option<Res>> = list.iter().cloned().map(Some).collect();

@@ -46,7 +46,13 @@ pub fn run(fs: &dyn FileSource, k: &Kustomization, acc: &mut ResMap) -> Result<(
         set_map_entries(k, acc, &l.pairs, &specs, "labels")?;
     }
     if !k.common_labels.is_empty() {
-        set_map_entries(k, acc, &k.common_labels, &common_label_specs(), "commonLabels")?;
+        set_map_entries(
+            k,
+            acc,
+            &k.common_labels,
+            &common_label_specs(),
+            "commonLabels",
+        )?;
     }
     if !k.common_annotations.is_empty() {
         set_map_entries(
@@ -113,8 +119,14 @@ fn namespace(k: &Kustomization, acc: &mut ResMap, ns: &str) -> Result<(), Kustom
             ),
         ];
         for spec in specs.iter().filter(|s| s.selects(&id)) {
-            fieldspec::apply(&mut r.obj, &spec.path, spec.create, CreateKind::Scalar, &mut { set })
-                .map_err(|e| KustomizeError::in_file(&k.file, e).field("namespace"))?;
+            fieldspec::apply(
+                &mut r.obj,
+                &spec.path,
+                spec.create,
+                CreateKind::Scalar,
+                &mut { set },
+            )
+            .map_err(|e| KustomizeError::in_file(&k.file, e).field("namespace"))?;
         }
     }
     // A namespace change must not make two resources collide.
@@ -144,8 +156,12 @@ fn set_map_entries(
     for r in &mut acc.list {
         let id = r.id();
         for spec in specs.iter().filter(|s| s.selects(&id)) {
-            fieldspec::apply(&mut r.obj, &spec.path, spec.create, CreateKind::Map, &mut |v| {
-                match v {
+            fieldspec::apply(
+                &mut r.obj,
+                &spec.path,
+                spec.create,
+                CreateKind::Map,
+                &mut |v| match v {
                     Value::Object(m) => {
                         for (key, val) in pairs {
                             m.insert(key.clone(), Value::String(val.clone()));
@@ -166,8 +182,8 @@ fn set_map_entries(
                         spec.path,
                         id.display()
                     )),
-                }
-            })
+                },
+            )
             .map_err(|e| KustomizeError::in_file(&k.file, e).field(field))?;
         }
     }
@@ -190,8 +206,7 @@ fn replicas(
     let mut found = false;
     for r in &mut acc.list {
         let cur = r.id();
-        let matches_name =
-            cur.name == name || r.prev_ids.iter().any(|p| p.name == name);
+        let matches_name = cur.name == name || r.prev_ids.iter().any(|p| p.name == name);
         if !matches_name {
             continue;
         }
@@ -296,7 +311,11 @@ fn split_image(image: &str) -> (String, String, String) {
         (None, None) => (image.to_string(), String::new(), String::new()),
         (ic, Some(d)) if ic.is_none_or(|c| d < c) => {
             let d = d + slash;
-            (image[..d].to_string(), String::new(), image[d + 1..].to_string())
+            (
+                image[..d].to_string(),
+                String::new(),
+                image[d + 1..].to_string(),
+            )
         }
         (Some(c), Some(d)) => {
             let (c, d) = (c + slash, d + slash);
@@ -308,7 +327,11 @@ fn split_image(image: &str) -> (String, String, String) {
         }
         (Some(c), None) => {
             let c = c + slash;
-            (image[..c].to_string(), image[c + 1..].to_string(), String::new())
+            (
+                image[..c].to_string(),
+                image[c + 1..].to_string(),
+                String::new(),
+            )
         }
         (None, Some(_)) => (image.to_string(), String::new(), String::new()),
     }
@@ -355,9 +378,19 @@ pub fn common_label_specs() -> Vec<FieldSpec> {
     affinity("Deployment", &mut v);
     for kind in ["ReplicaSet", "DaemonSet"] {
         v.push(FieldSpec::gk("", kind, "spec/selector/matchLabels", true));
-        v.push(FieldSpec::gk("", kind, "spec/template/metadata/labels", true));
+        v.push(FieldSpec::gk(
+            "",
+            kind,
+            "spec/template/metadata/labels",
+            true,
+        ));
     }
-    v.push(FieldSpec::gk("apps", "StatefulSet", "spec/selector/matchLabels", true));
+    v.push(FieldSpec::gk(
+        "apps",
+        "StatefulSet",
+        "spec/selector/matchLabels",
+        true,
+    ));
     v.push(FieldSpec::gk(
         "apps",
         "StatefulSet",
@@ -371,8 +404,18 @@ pub fn common_label_specs() -> Vec<FieldSpec> {
         "spec/volumeClaimTemplates[]/metadata/labels",
         true,
     ));
-    v.push(FieldSpec::gk("batch", "Job", "spec/selector/matchLabels", false));
-    v.push(FieldSpec::gk("batch", "Job", "spec/template/metadata/labels", true));
+    v.push(FieldSpec::gk(
+        "batch",
+        "Job",
+        "spec/selector/matchLabels",
+        false,
+    ));
+    v.push(FieldSpec::gk(
+        "batch",
+        "Job",
+        "spec/template/metadata/labels",
+        true,
+    ));
     v.push(FieldSpec::gk(
         "batch",
         "CronJob",
@@ -402,7 +445,12 @@ pub fn common_label_specs() -> Vec<FieldSpec> {
         "spec/ingress/from/podSelector/matchLabels",
         "spec/egress/to/podSelector/matchLabels",
     ] {
-        v.push(FieldSpec::gk("networking.k8s.io", "NetworkPolicy", p, false));
+        v.push(FieldSpec::gk(
+            "networking.k8s.io",
+            "NetworkPolicy",
+            p,
+            false,
+        ));
     }
     v
 }
@@ -420,7 +468,12 @@ pub fn common_annotation_specs() -> Vec<FieldSpec> {
         ),
     ];
     for kind in ["Deployment", "ReplicaSet", "DaemonSet", "StatefulSet"] {
-        v.push(FieldSpec::gk("", kind, "spec/template/metadata/annotations", true));
+        v.push(FieldSpec::gk(
+            "",
+            kind,
+            "spec/template/metadata/annotations",
+            true,
+        ));
     }
     v.push(FieldSpec::gk(
         "batch",
