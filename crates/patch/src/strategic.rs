@@ -422,7 +422,26 @@ fn clean(v: &Value, f: Field, path: &Path<'_>) -> Result<Value, PatchError> {
     path.check_depth()?;
     match v {
         Value::Object(m) => Ok(Value::Object(merge_map(Map::new(), m, f.sub, path)?)),
-        Value::Array(a) if f.merge => Ok(Value::Array(merge_list(Vec::new(), a, f, path, None)?)),
+        Value::Array(a) if f.merge => {
+            // A list new to the original is taken as sent (upstream does the same): items are not
+            // merged with each other, only directive elements are dropped.
+            let mut out = Vec::with_capacity(a.len());
+            for (i, item) in a.iter().enumerate() {
+                match item {
+                    Value::Object(m) => match m.get(PATCH).and_then(Value::as_str) {
+                        Some("delete") | Some("replace") => {}
+                        _ => out.push(Value::Object(merge_map(
+                            Map::new(),
+                            m,
+                            f.sub,
+                            &path.index(i),
+                        )?)),
+                    },
+                    other => out.push(other.clone()),
+                }
+            }
+            Ok(Value::Array(out))
+        }
         Value::Array(a) => a
             .iter()
             .enumerate()
@@ -491,8 +510,20 @@ fn conflicts_on_map_keys(candidate: &Value, item: &Map<String, Value>, f: Field)
     })
 }
 
+/// Whether `candidate` carries exactly `item`'s values (present or absent alike) for the list-map keys
+/// besides the merge key.
+fn same_map_keys(candidate: &Value, item: &Map<String, Value>, f: Field) -> bool {
+    f.map_keys.iter().filter(|k| **k != f.merge_key).all(|k| {
+        match (candidate.get(*k), item.get(*k)) {
+            (Some(a), Some(b)) => json_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    })
+}
+
 /// Finds the list item `item` merges into: the one with the same merge key value; when several share it,
-/// the first that does not conflict on the other list-map keys.
+/// the first with identical list-map keys, else the first not conflicting on them, else the first.
 fn find_match(
     list: &[Value],
     skip: Option<&[bool]>,
@@ -502,7 +533,8 @@ fn find_match(
 ) -> Option<usize> {
     let mut first = None;
     let mut count = 0;
-    let mut preferred = None;
+    let mut exact = None;
+    let mut compatible = None;
     for (j, o) in list.iter().enumerate() {
         if skip.is_some_and(|s| s.get(j).copied().unwrap_or(false)) {
             continue;
@@ -512,15 +544,31 @@ fn find_match(
         }
         count += 1;
         first.get_or_insert(j);
-        if preferred.is_none() && !conflicts_on_map_keys(o, item, f) {
-            preferred = Some(j);
+        if exact.is_none() && same_map_keys(o, item, f) {
+            exact = Some(j);
+        }
+        if compatible.is_none() && !conflicts_on_map_keys(o, item, f) {
+            compatible = Some(j);
         }
     }
     if count > 1 {
-        preferred.or(first)
+        exact.or(compatible).or(first)
     } else {
         first
     }
+}
+
+/// Whether two items of a list share a merge key value. Such lists are legal (two env vars of one
+/// name, one port over TCP and UDP) but a merge by key cannot reproduce them reliably, so diffs send
+/// them whole.
+fn has_ambiguous_items(list: &[Value], f: Field) -> bool {
+    list.iter().enumerate().any(|(i, a)| {
+        a.get(f.merge_key).is_some_and(|x| {
+            list.iter()
+                .skip(i + 1)
+                .any(|b| b.get(f.merge_key).is_some_and(|y| json_eq(x, y)))
+        })
+    })
 }
 
 fn merge_list(
@@ -596,16 +644,18 @@ fn merge_list(
                         merge_map(Map::new(), m, f.sub, &path.index(*i)).map(Value::Object)
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                return Ok(match order {
-                    Some(o) => {
-                        let server: Vec<Value> = items
-                            .iter()
-                            .map(|v| v.get(key).cloned().unwrap_or(Value::Null))
-                            .collect();
-                        normalize_order(items, o, &server, Some(key))
-                    }
-                    None => items,
-                });
+                // Like upstream, the replacement list is then ordered by each key's first position,
+                // which groups items sharing a merge key value.
+                let server: Vec<Value> = items
+                    .iter()
+                    .map(|v| v.get(key).cloned().unwrap_or(Value::Null))
+                    .collect();
+                return Ok(normalize_order(
+                    items,
+                    order.unwrap_or(&[]),
+                    &server,
+                    Some(key),
+                ));
             }
             let server: Vec<Value> = orig
                 .iter()
@@ -824,6 +874,9 @@ fn diff_lists(
         if modi.is_empty() || opts.ignore_changes {
             return Ok((Vec::new(), Vec::new(), Vec::new()));
         }
+        if !f.merge_key.is_empty() && has_ambiguous_items(modi, f) {
+            return Ok((replace_list(modi), Vec::new(), Vec::new()));
+        }
         return Ok((modi.to_vec(), Vec::new(), Vec::new()));
     }
     match element_kind(orig, modi, path)? {
@@ -847,7 +900,14 @@ fn diff_lists(
                     }
                 }
             }
-            let shared = |kv: &Value| orig_keys.iter().filter(|v| json_eq(v, kv)).count() > 1;
+            // Items that cannot be told apart (e.g. two env vars of one name) cannot be merged item by
+            // item: send the whole list with `$patch: replace` so applying reproduces `modi` exactly.
+            if has_ambiguous_items(orig, f) || has_ambiguous_items(modi, f) {
+                if orig.len() == modi.len() && orig.iter().zip(modi).all(|(a, b)| json_eq(a, b)) {
+                    return Ok((Vec::new(), Vec::new(), Vec::new()));
+                }
+                return Ok((replace_list(modi), Vec::new(), Vec::new()));
+            }
             let mut used = vec![false; orig.len()];
             let mut patch_list = Vec::new();
             for (i, mitem) in modi.iter().enumerate() {
@@ -869,9 +929,6 @@ fn diff_lists(
                         let mut sub = diff_maps(om, mm, f.sub, opts, &path.index(i))?;
                         if !sub.is_empty() {
                             sub.shift_insert(0, key.to_string(), kv.clone());
-                            if shared(kv) {
-                                add_map_keys(&mut sub, mm, f);
-                            }
                             patch_list.push(Value::Object(sub));
                         }
                     }
@@ -884,18 +941,12 @@ fn diff_lists(
             }
             let mut deletions: Vec<(String, Value)> = Vec::new();
             if !opts.ignore_deletions {
-                for (j, o) in orig.iter().enumerate() {
+                for (j, kv) in orig_keys.iter().enumerate() {
                     if used.get(j).copied().unwrap_or(true) {
                         continue;
                     }
-                    let (Some(kv), Value::Object(om)) = (orig_keys.get(j), o) else {
-                        continue;
-                    };
                     let mut d = Map::new();
                     d.insert(key.to_string(), (*kv).clone());
-                    if shared(kv) {
-                        add_map_keys(&mut d, om, f);
-                    }
                     d.insert(PATCH.to_string(), Value::String("delete".to_string()));
                     deletions.push((sort_string(kv), Value::Object(d)));
                 }
@@ -958,14 +1009,14 @@ fn diff_lists(
     }
 }
 
-/// Adds the list-map keys (besides the merge key) of `from` to a patch item, so it identifies one of
-/// several live items sharing a merge key value.
-fn add_map_keys(to: &mut Map<String, Value>, from: &Map<String, Value>, f: Field) {
-    for k in f.map_keys.iter().filter(|k| **k != f.merge_key) {
-        if let Some(v) = from.get(*k) {
-            to.insert((*k).to_string(), v.clone());
-        }
-    }
+/// `[{"$patch": "replace"}, items...]`: a list patch that sets the list to exactly `items`.
+fn replace_list(items: &[Value]) -> Vec<Value> {
+    let mut list = Vec::with_capacity(items.len() + 1);
+    let mut marker = Map::new();
+    marker.insert(PATCH.to_string(), Value::String("replace".to_string()));
+    list.push(Value::Object(marker));
+    list.extend(items.iter().cloned());
+    list
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -1086,6 +1137,17 @@ fn merge_patch_lists(
     f: Field,
     path: &Path<'_>,
 ) -> Result<Vec<Value>, PatchError> {
+    // A list sent whole (`$patch: replace`) already holds the complete target list.
+    let is_replace = |l: &[Value]| {
+        l.iter()
+            .any(|v| v.get(PATCH).and_then(Value::as_str) == Some("replace"))
+    };
+    if is_replace(over) {
+        return Ok(over.to_vec());
+    }
+    if is_replace(&base) {
+        return Ok(base);
+    }
     match element_kind(&base, over, path)? {
         ElemKind::Scalar => {
             let server = base.clone();

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use common::cases::{Expect, cases};
-use common::objects::{defaulted_live, deployment};
+use common::objects::{ambiguous_pod, defaulted_live, deployment};
 use fleet_patch::strategic;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -193,6 +193,35 @@ fn computed_patches_apply_identically_in_kubectl() {
         let theirs = kubectl_patch(&kubectl, &live, &three)
             .map_err(|e| TestCaseError::fail(format!("{e}; patch {three}")))?;
         prop_assert_eq!(&theirs, &ours, "three-way patch {}", three);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// Lists with repeated merge keys (sent whole with `$patch: replace` by our diff) apply the same in
+/// kubectl.
+#[test]
+fn ambiguous_list_patches_apply_identically_in_kubectl() {
+    let Some(kubectl) = kubectl_or_skip("ambiguous_list_patches_apply_identically_in_kubectl")
+    else {
+        return;
+    };
+    let schema = strategic::schema_for("v1", "Pod").expect("schema");
+    let mut runner = TestRunner::new(Config {
+        cases: 16,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&(ambiguous_pod(), ambiguous_pod()), |(a, b)| {
+        let two =
+            strategic::diff(&a, &b, schema).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let theirs = kubectl_patch(&kubectl, &a, &two)
+            .map_err(|e| TestCaseError::fail(format!("{e}; patch {two}")))?;
+        let ours =
+            strategic::apply(&a, &two, schema).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&theirs, &ours, "two-way patch {}", two);
         Ok(())
     });
     if let Err(e) = result {

@@ -290,3 +290,33 @@ pub fn defaulted_live(config: &Value) -> Value {
     }
     live
 }
+
+/// Containers whose env may repeat a name and whose ports may repeat a number (with or without
+/// protocols): lists Kubernetes accepts but merge keys cannot tell apart.
+pub fn ambiguous_pod() -> impl Strategy<Value = Value> {
+    (
+        prop::collection::vec((prop::sample::select(vec!["A", "B"]), small_str()), 0..4),
+        prop::collection::vec(
+            (
+                prop::sample::select(vec![53, 80]),
+                prop::option::of(prop::sample::select(vec!["TCP", "UDP"])),
+            ),
+            0..4,
+        ),
+    )
+        .prop_map(|(env, ports)| {
+            let env: Vec<Value> = env
+                .into_iter()
+                .map(|(n, v)| json!({"name": n, "value": v}))
+                .collect();
+            let ports: Vec<Value> = ports
+                .into_iter()
+                .map(|(p, proto)| match proto {
+                    Some(pr) => json!({"containerPort": p, "protocol": pr}),
+                    None => json!({"containerPort": p}),
+                })
+                .collect();
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                   "spec": {"containers": [{"name": "c", "env": env, "ports": ports}]}})
+        })
+}
