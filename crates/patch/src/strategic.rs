@@ -188,6 +188,16 @@ fn object_or_empty<'v>(
 /// Applies a strategic merge patch (with all directives) to `original`, as kube-apiserver does for a
 /// PATCH with `application/strategic-merge-patch+json`.
 pub fn apply(original: &Value, patch: &Value, schema: Schema) -> Result<Value, PatchError> {
+    if !patch.is_object() {
+        return apply_owned(Value::Null, patch, schema);
+    }
+    let original = object_or_empty(original, "original object")?.into_owned();
+    apply_owned(Value::Object(original), patch, schema)
+}
+
+/// Like [`apply`] but consumes `original`, saving a deep copy when the caller no longer needs it (the API
+/// server's PATCH path owns the object it read from storage).
+pub fn apply_owned(original: Value, patch: &Value, schema: Schema) -> Result<Value, PatchError> {
     let Value::Object(patch) = patch else {
         return Err(invalid(
             &Path::root(),
@@ -197,7 +207,19 @@ pub fn apply(original: &Value, patch: &Value, schema: Schema) -> Result<Value, P
             ),
         ));
     };
-    let original = object_or_empty(original, "original object")?.into_owned();
+    let original = match original {
+        Value::Object(m) => m,
+        Value::Null => Map::new(),
+        other => {
+            return Err(invalid(
+                &Path::root(),
+                format!(
+                    "the original object must be a JSON object, got a {}",
+                    kind_name(&other)
+                ),
+            ));
+        }
+    };
     merge_map(original, patch, schema, &Path::root()).map(Value::Object)
 }
 

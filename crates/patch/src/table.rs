@@ -55,3 +55,40 @@ pub(crate) struct FieldDef {
     /// `x-kubernetes-list-map-keys` of merge lists (used only to tell apart items sharing a merge key).
     pub list_map_keys: &'static [&'static str],
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lookups binary-search fields and kinds, so the generator must emit them sorted, with element
+    /// indices inside the table.
+    #[test]
+    fn generated_table_is_sorted_and_consistent() {
+        assert!(
+            KINDS
+                .windows(2)
+                .all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1))
+        );
+        assert!(KINDS.iter().all(|(_, _, t)| usize::from(*t) < TYPES.len()));
+        for t in TYPES.iter() {
+            assert!(
+                t.fields.windows(2).all(|w| w[0].name < w[1].name),
+                "{} fields unsorted",
+                t.name
+            );
+            for f in t.fields {
+                assert!(f.elem == NO_TYPE || usize::from(f.elem) < TYPES.len());
+                assert!(
+                    !f.merge
+                        || f.shape != Shape::List
+                        || f.elem == NO_TYPE
+                        || !f.merge_key.is_empty(),
+                    "{}.{}: a merged list of objects needs a merge key",
+                    t.name,
+                    f.name
+                );
+            }
+        }
+        assert!(KINDS.len() > 250 && TYPES.len() > 200);
+    }
+}
