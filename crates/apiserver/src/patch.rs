@@ -41,24 +41,44 @@ impl PatchType {
             other => Err(ApiError::new(
                 415,
                 "UnsupportedMediaType",
-                format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {other:?})"),
+                format!(
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {other:?})"
+                ),
             )),
         }
     }
 }
 
 fn patch_failed(e: impl std::fmt::Display) -> ApiError {
-    ApiError::new(422, "Invalid", format!("the patch could not be applied: {e}"))
+    ApiError::new(
+        422,
+        "Invalid",
+        format!("the patch could not be applied: {e}"),
+    )
 }
 
 /// Applies a decoded patch of the given type to `current`.
-pub fn apply_patch(info: &ResourceInfo, pt: PatchType, current: &Value, patch: &Value) -> ApiResult<Value> {
+pub fn apply_patch(
+    info: &ResourceInfo,
+    pt: PatchType,
+    current: &Value,
+    patch: &Value,
+) -> ApiResult<Value> {
     match pt {
         PatchType::Json => {
             let p: json_patch::Patch = serde_json::from_value(patch.clone())
                 .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
             let mut doc = current.clone();
-            json_patch::patch(&mut doc, &p).map_err(patch_failed)?;
+            // Operations run one by one so that a `test` for `null` on a missing path passes,
+            // as it does in kube-apiserver (kube-runtime's finalizer helper relies on it).
+            for op in p.0 {
+                if let json_patch::PatchOperation::Test(t) = &op {
+                    if t.value.is_null() && doc.pointer(t.path.as_str()).is_none() {
+                        continue;
+                    }
+                }
+                json_patch::patch(&mut doc, &[op]).map_err(patch_failed)?;
+            }
             Ok(doc)
         }
         PatchType::Merge | PatchType::Apply => {
@@ -81,7 +101,9 @@ pub fn apply_patch(info: &ResourceInfo, pt: PatchType, current: &Value, patch: &
                 ));
             }
             if !patch.is_object() {
-                return Err(ApiError::bad_request("a strategic merge patch must be a JSON object"));
+                return Err(ApiError::bad_request(
+                    "a strategic merge patch must be a JSON object",
+                ));
             }
             let r = match fleet_patch::strategic::schema_for(&info.api_version(), &info.kind) {
                 Some(schema) => fleet_patch::strategic::apply(current, patch, schema),
@@ -122,7 +144,13 @@ fn fields_v1(v: &Value) -> Value {
 }
 
 /// Records a `managedFields` entry for a server-side apply by `manager`.
-fn stamp_managed_fields(obj: &mut Value, applied: &Value, manager: &str, api_version: &str, subresource: Option<&str>) {
+fn stamp_managed_fields(
+    obj: &mut Value,
+    applied: &Value,
+    manager: &str,
+    api_version: &str,
+    subresource: Option<&str>,
+) {
     let entry = {
         let mut e = json!({
             "manager": manager,
@@ -143,7 +171,10 @@ fn stamp_managed_fields(obj: &mut Value, applied: &Value, manager: &str, api_ver
         *mf = json!([]);
     }
     if let Some(a) = mf.as_array_mut() {
-        a.retain(|e| !(e.get("manager").and_then(Value::as_str) == Some(manager) && e.get("operation").and_then(Value::as_str) == Some("Apply")));
+        a.retain(|e| {
+            !(e.get("manager").and_then(Value::as_str) == Some(manager)
+                && e.get("operation").and_then(Value::as_str) == Some("Apply"))
+        });
         a.push(entry);
     }
 }
@@ -164,7 +195,8 @@ pub async fn patch(
     let bytes = read_body(body).await?;
     let patch: Value = match pt {
         PatchType::Apply => decode_json_or_yaml(&bytes)?,
-        _ => serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
+        _ => serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
     };
     if pt == PatchType::Apply {
         if !patch.is_object() {
@@ -200,7 +232,8 @@ pub async fn patch(
         let Some(cur) = srv.store().get(&key) else {
             return Err(ApiError::not_found(&info.group, &info.plural, name));
         };
-        let v: Value = serde_json::from_slice(&cur.json).map_err(|e| ApiError::internal(e.to_string()))?;
+        let v: Value =
+            serde_json::from_slice(&cur.json).map_err(|e| ApiError::internal(e.to_string()))?;
         let scale = scale_of(info, &v);
         let scale_info = scale_resource_info();
         let patched = apply_patch(&scale_info, pt, &scale, &patch)?;
@@ -208,7 +241,9 @@ pub async fn patch(
         return Ok(json_response(200, out));
     }
     let w = srv
-        .guaranteed_update(info, ns, name, sub, q.dry_run, |cur| Ok(Some(apply_patch(info, pt, cur, &patch)?)))
+        .guaranteed_update(info, ns, name, sub, q.dry_run, |cur| {
+            Ok(Some(apply_patch(info, pt, cur, &patch)?))
+        })
         .await?;
     Ok(json_response(200, convert(info, &w.into_bytes())))
 }
@@ -234,9 +269,15 @@ fn scale_resource_info() -> ResourceInfo {
 
 /// The `autoscaling/v1 Scale` view of an object.
 pub fn scale_of(info: &ResourceInfo, obj: &Value) -> Value {
-    let Some(paths) = &info.scale else { return json!({}) };
-    let spec = get_path(obj, &paths.spec_replicas).and_then(Value::as_i64).unwrap_or(0);
-    let status = get_path(obj, &paths.status_replicas).and_then(Value::as_i64).unwrap_or(0);
+    let Some(paths) = &info.scale else {
+        return json!({});
+    };
+    let spec = get_path(obj, &paths.spec_replicas)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let status = get_path(obj, &paths.status_replicas)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     let selector = if info.builtin {
         obj.pointer("/spec/selector/matchLabels")
             .and_then(Value::as_object)
@@ -258,7 +299,13 @@ pub fn scale_of(info: &ResourceInfo, obj: &Value) -> Value {
     };
     let meta = obj.get("metadata").cloned().unwrap_or(json!({}));
     let mut m = Map::new();
-    for f in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+    for f in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
         if let Some(v) = meta.get(f) {
             m.insert(f.into(), v.clone());
         }
@@ -288,15 +335,26 @@ pub async fn write_scale(
     let Some(paths) = info.scale.clone() else {
         return Err(ApiError::path_not_found("scale"));
     };
-    let replicas = scale.pointer("/spec/replicas").and_then(Value::as_i64).ok_or_else(|| {
-        ApiError::invalid("autoscaling", "Scale", name, vec![crate::errors::Cause::required("spec.replicas")])
-    })?;
+    let replicas = scale
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "autoscaling",
+                "Scale",
+                name,
+                vec![crate::errors::Cause::required("spec.replicas")],
+            )
+        })?;
     if replicas < 0 {
         return Err(ApiError::invalid(
             "autoscaling",
             "Scale",
             name,
-            vec![crate::errors::Cause::invalid("spec.replicas", format!("Invalid value: {replicas}: must be greater than or equal to 0"))],
+            vec![crate::errors::Cause::invalid(
+                "spec.replicas",
+                format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+            )],
         ));
     }
     let rv = meta_str(scale, "resourceVersion").map(str::to_string);
@@ -311,8 +369,12 @@ pub async fn write_scale(
         })
         .await?;
     let v: Value = match w {
-        Written::Stored(o) => serde_json::from_slice(&o.json).map_err(|e| ApiError::internal(e.to_string()))?,
+        Written::Stored(o) => {
+            serde_json::from_slice(&o.json).map_err(|e| ApiError::internal(e.to_string()))?
+        }
         Written::Unstored(v) => v,
     };
-    Ok(Bytes::from(serde_json::to_vec(&scale_of(info, &v)).unwrap_or_default()))
+    Ok(Bytes::from(
+        serde_json::to_vec(&scale_of(info, &v)).unwrap_or_default(),
+    ))
 }

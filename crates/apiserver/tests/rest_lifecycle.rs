@@ -1,0 +1,159 @@
+//! Lifecycle: finalizers and deletionTimestamp, ownerReference garbage collection (background,
+//! foreground, orphan), namespace deletion, and a kube-runtime Controller using the finalizer
+//! helper.
+
+#[path = "rest_common.rs"]
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::*;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
+use kube::runtime::watcher;
+use serde_json::json;
+
+fn cm(name: &str, owner: Option<&ConfigMap>) -> ConfigMap {
+    let mut v = json!({"metadata": {"name": name}, "data": {"a": "1"}});
+    if let Some(o) = owner {
+        v["metadata"]["ownerReferences"] = json!([{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": o.metadata.name, "uid": o.metadata.uid, "blockOwnerDeletion": true
+        }]);
+    }
+    serde_json::from_value(v).unwrap()
+}
+
+async fn exists(api: &Api<ConfigMap>, name: &str) -> bool {
+    api.get_opt(name).await.unwrap().is_some()
+}
+
+#[tokio::test]
+async fn finalizers_hold_deletion() {
+    let srv = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&srv), "default");
+    let mut c = cm("held", None);
+    c.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    api.create(&PostParams::default(), &c).await.unwrap();
+    api.delete("held", &DeleteParams::default()).await.unwrap();
+    let got = api.get("held").await.expect("still there");
+    assert!(got.metadata.deletion_timestamp.is_some());
+    // Adding a new finalizer while deleting is refused.
+    let err = api
+        .patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold", "x.io/new"]}})))
+        .await
+        .expect_err("no new finalizers");
+    assert!(matches!(err, kube::Error::Api(ref s) if s.code == 403), "{err:?}");
+    api.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
+        .await
+        .unwrap();
+    assert!(!exists(&api, "held").await);
+}
+
+#[tokio::test]
+async fn garbage_collection_policies() {
+    let srv = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&srv), "default");
+
+    // Background.
+    let owner = api.create(&PostParams::default(), &cm("owner", None)).await.unwrap();
+    api.create(&PostParams::default(), &cm("child", Some(&owner))).await.unwrap();
+    api.delete("owner", &DeleteParams::background()).await.unwrap();
+    assert!(eventually(|| { let a = api.clone(); async move { !exists(&a, "child").await } }).await, "background GC");
+
+    // Foreground: the owner waits for the dependent (held by a finalizer) to go.
+    let owner = api.create(&PostParams::default(), &cm("fowner", None)).await.unwrap();
+    let mut child = cm("fchild", Some(&owner));
+    child.metadata.finalizers = Some(vec!["example.com/slow".into()]);
+    api.create(&PostParams::default(), &child).await.unwrap();
+    api.delete("fowner", &DeleteParams::foreground()).await.unwrap();
+    assert!(eventually(|| {
+        let a = api.clone();
+        async move { a.get("fchild").await.map(|c| c.metadata.deletion_timestamp.is_some()).unwrap_or(false) }
+    })
+    .await);
+    let o = api.get("fowner").await.expect("owner waits");
+    assert!(o.metadata.finalizers.unwrap_or_default().contains(&"foregroundDeletion".to_string()));
+    api.patch("fchild", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
+    assert!(eventually(|| { let a = api.clone(); async move { !exists(&a, "fowner").await } }).await, "foreground completes");
+
+    // Orphan: the dependent stays, without the owner reference.
+    let owner = api.create(&PostParams::default(), &cm("oowner", None)).await.unwrap();
+    api.create(&PostParams::default(), &cm("ochild", Some(&owner))).await.unwrap();
+    api.delete("oowner", &DeleteParams::orphan()).await.unwrap();
+    assert!(eventually(|| { let a = api.clone(); async move { !exists(&a, "oowner").await } }).await);
+    let c = api.get("ochild").await.expect("orphan kept");
+    assert!(c.metadata.owner_references.unwrap_or_default().is_empty());
+}
+
+#[tokio::test]
+async fn namespace_deletion_empties_then_removes() {
+    let srv = server().await;
+    let c = client(&srv);
+    let nss: Api<Namespace> = Api::all(c.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "doomed"}})).unwrap();
+    nss.create(&PostParams::default(), &ns).await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(c.clone(), "doomed");
+    let mut held = cm("held", None);
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    api.create(&PostParams::default(), &held).await.unwrap();
+    api.create(&PostParams::default(), &cm("free", None)).await.unwrap();
+    nss.delete("doomed", &DeleteParams::default()).await.unwrap();
+    let n = nss.get("doomed").await.unwrap();
+    assert_eq!(n.status.and_then(|s| s.phase).as_deref(), Some("Terminating"));
+    // Creating in a terminating namespace is forbidden.
+    let err = api.create(&PostParams::default(), &cm("late", None)).await.expect_err("terminating");
+    assert!(matches!(err, kube::Error::Api(ref s) if s.code == 403), "{err:?}");
+    assert!(eventually(|| { let a = api.clone(); async move { !exists(&a, "free").await } }).await);
+    assert!(nss.get_opt("doomed").await.unwrap().is_some(), "held by the finalizer of `held`");
+    api.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
+    assert!(eventually(|| { let n = nss.clone(); async move { n.get_opt("doomed").await.unwrap().is_none() } }).await);
+}
+
+#[tokio::test]
+async fn controller_with_finalizer_helper() {
+    let srv = server().await;
+    let c = client(&srv);
+    let api: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
+    let applied = Arc::new(AtomicUsize::new(0));
+    let cleaned = Arc::new(AtomicUsize::new(0));
+    struct Ctx {
+        api: Api<ConfigMap>,
+        applied: Arc<AtomicUsize>,
+        cleaned: Arc<AtomicUsize>,
+    }
+    let ctx = Arc::new(Ctx { api: api.clone(), applied: applied.clone(), cleaned: cleaned.clone() });
+    async fn reconcile(obj: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, kube::runtime::finalizer::Error<std::convert::Infallible>> {
+        let a = ctx.applied.clone();
+        let cl = ctx.cleaned.clone();
+        finalizer(&ctx.api, "example.com/cleanup", obj, |ev| async move {
+            match ev {
+                FinalizerEvent::Apply(_) => a.fetch_add(1, Ordering::SeqCst),
+                FinalizerEvent::Cleanup(_) => cl.fetch_add(1, Ordering::SeqCst),
+            };
+            Ok(Action::await_change())
+        })
+        .await
+    }
+    fn error_policy(_: Arc<ConfigMap>, _: &kube::runtime::finalizer::Error<std::convert::Infallible>, _: Arc<Ctx>) -> Action {
+        Action::requeue(Duration::from_millis(100))
+    }
+    let ctrl = tokio::spawn(
+        Controller::new(api.clone(), watcher::Config::default())
+            .run(reconcile, error_policy, ctx)
+            .for_each(|_| async {}),
+    );
+    api.create(&PostParams::default(), &cm("managed", None)).await.unwrap();
+    assert!(eventually(|| { let a = api.clone(); async move {
+        a.get("managed").await.map(|c| c.metadata.finalizers.unwrap_or_default().contains(&"example.com/cleanup".to_string())).unwrap_or(false)
+    } }).await, "finalizer added");
+    assert!(eventually(|| { let n = applied.load(Ordering::SeqCst); async move { n >= 1 } }).await);
+    api.delete("managed", &DeleteParams::default()).await.unwrap();
+    assert!(eventually(|| { let a = api.clone(); async move { !exists(&a, "managed").await } }).await, "cleanup ran and object went");
+    assert!(cleaned.load(Ordering::SeqCst) >= 1);
+    ctrl.abort();
+}
