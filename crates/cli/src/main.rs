@@ -1,6 +1,12 @@
-//! The one `fleet` binary: argument parsing and wiring only.
+//! The one `fleet` binary: argument parsing and wiring only (one module per subcommand).
 
 use clap::{Parser, Subcommand};
+
+mod bench;
+mod install_cmd;
+mod kustomize_cmd;
+mod server;
+mod template_cmd;
 
 #[derive(Parser)]
 #[command(name = "fleet", version, about = "GitOps at scale for Kubernetes")]
@@ -10,7 +16,18 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Embedded Kubernetes-compatible API server over HTTPS (CA and admin kubeconfig in DIR).
+    Server(server::ServerArgs),
+    /// Benchmarks that print the figures the README quotes.
+    Bench(bench::BenchArgs),
+    /// Render a Helm chart like `helm template`.
+    Template(template_cmd::TemplateArgs),
+    /// Build a kustomization like `kustomize build DIR`.
+    Kustomize(kustomize_cmd::KustomizeArgs),
+    /// Print installation manifests (`fleet install crds`).
+    Install(install_cmd::InstallArgs),
+}
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -18,5 +35,11 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Server(args) => server::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Template(args) => template_cmd::run(args),
+        Command::Kustomize(args) => kustomize_cmd::run(args),
+        Command::Install(args) => install_cmd::run(args),
+    }
 }
