@@ -1,0 +1,223 @@
+//! Real kubectl against the router served over plain HTTP on 127.0.0.1:0. Skips when kubectl is
+//! missing (fails under CI=true).
+
+#[path = "rest_common.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use fleet_apiserver::{ApiServer, ApiServerConfig};
+
+fn kubectl_bin() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("KUBECTL") {
+        return Some(PathBuf::from(p));
+    }
+    let tools = std::env::var("FLEET_TOOLS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools"));
+    let candidate = tools.join("bin/kubectl");
+    if candidate.exists() {
+        return Some(candidate);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths).map(|d| d.join("kubectl")).find(|p| p.exists())
+    })
+}
+
+struct Kubectl {
+    bin: PathBuf,
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+    dir: PathBuf,
+}
+
+impl Kubectl {
+    async fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let out = tokio::process::Command::new(&self.bin)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args)
+            .current_dir(&self.dir)
+            .output()
+            .await
+            .expect("run kubectl");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args).await;
+        assert!(ok, "kubectl {args:?} failed:\nstdout: {out}\nstderr: {err}");
+        out
+    }
+
+    fn write(&self, name: &str, content: &str) -> String {
+        let p = self.dir.join(name);
+        std::fs::write(&p, content).expect("write manifest");
+        p.to_string_lossy().into_owned()
+    }
+}
+
+async fn start(dir: &Path) -> (ApiServer, Kubectl) {
+    let bin = kubectl_bin().expect("checked by caller");
+    let srv = ApiServer::new(ApiServerConfig::in_memory()).await.expect("server");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let router = srv.router();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://{addr}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n    namespace: default\ncurrent-context: x\n"
+        ),
+    )
+    .expect("kubeconfig");
+    let k = Kubectl { bin, kubeconfig, cache: dir.join("cache"), dir: dir.to_path_buf() };
+    (srv, k)
+}
+
+fn have_kubectl() -> bool {
+    if kubectl_bin().is_some() {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("kubectl not found (set KUBECTL) and CI=true");
+    }
+    println!("skipping: kubectl not found (set KUBECTL or FLEET_TOOLS_DIR)");
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_apply_get_patch_delete() {
+    if !have_kubectl() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_srv, k) = start(dir.path()).await;
+
+    assert_eq!(k.ok(&["get", "--raw", "/readyz"]).await.trim(), "ok");
+    let res = k.ok(&["api-resources"]).await;
+    assert!(res.contains("deployments") && res.contains("deploy") && res.contains("apps/v1"), "{res}");
+
+    let cm = k.write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"1\"\n  b: \"2\"\n");
+    assert!(k.ok(&["apply", "-f", &cm]).await.contains("created"));
+    k.write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"9\"\n");
+    assert!(k.ok(&["apply", "-f", &cm]).await.contains("configured"));
+    let y = k.ok(&["get", "cm", "demo", "-o", "yaml"]).await;
+    assert!(y.contains("a: \"9\"") && !y.contains("b: \"2\""), "3-way SMP removed b: {y}");
+    k.ok(&["label", "cm", "demo", "team=x"]).await;
+    k.ok(&["annotate", "cm", "demo", "note=hi"]).await;
+    k.ok(&["patch", "cm", "demo", "--type", "merge", "-p", r#"{"data":{"m":"1"}}"#]).await;
+    k.ok(&["patch", "cm", "demo", "--type", "json", "-p", r#"[{"op":"add","path":"/data/j","value":"2"}]"#]).await;
+    k.ok(&["patch", "cm", "demo", "--type", "strategic", "-p", r#"{"data":{"s":"3"}}"#]).await;
+    let j = k.ok(&["get", "cm", "demo", "-o", "json"]).await;
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    assert_eq!(v["metadata"]["labels"]["team"], "x");
+    assert_eq!(v["metadata"]["annotations"]["note"], "hi");
+    assert_eq!((v["data"]["m"].as_str(), v["data"]["j"].as_str(), v["data"]["s"].as_str()), (Some("1"), Some("2"), Some("3")));
+    let (ok, _, err) = k.run(&["patch", "cm", "demo", "--type", "merge", "-p", r#"{"metadata":{"labels":{"bad":"not valid!"}}}"#]).await;
+    assert!(!ok && err.contains("is invalid") && err.contains("metadata.labels"), "server-side 422: {err}");
+
+    // Deployment: strategic merge on containers.
+    let dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: c\n        image: nginx:1\n";
+    let f = k.write("dep.yaml", dep);
+    k.ok(&["apply", "-f", &f]).await;
+    k.write("dep.yaml", &dep.replace("nginx:1", "nginx:2").replace("replicas: 1", "replicas: 2"));
+    k.ok(&["apply", "-f", &f]).await;
+    let img = k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image} {.spec.replicas} {.metadata.generation}"]).await;
+    assert_eq!(img.trim(), "nginx:2 2 2");
+    k.ok(&["scale", "deploy", "web", "--replicas=4"]).await;
+    assert_eq!(k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]).await.trim(), "4");
+
+    // Server-side apply.
+    let ssa = k.write("ssa.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  k: v\n");
+    k.ok(&["apply", "--server-side", "-f", &ssa]).await;
+    k.write("ssa.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  k: w\n");
+    k.ok(&["apply", "--server-side", "-f", &ssa]).await;
+    assert_eq!(k.ok(&["get", "cm", "ssa", "-o", "jsonpath={.data.k}"]).await, "w");
+
+    // delete --wait (field-selector list + watch).
+    let d = k.ok(&["delete", "cm", "demo", "--wait=true", "--timeout=20s"]).await;
+    assert!(d.contains("deleted"), "{d}");
+    let (ok, _, err) = k.run(&["get", "cm", "demo"]).await;
+    assert!(!ok && err.contains("NotFound"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_crd_then_custom_resource_and_watch() {
+    if !have_kubectl() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_srv, k) = start(dir.path()).await;
+    let crd = k.write(
+        "crd.yaml",
+        r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gizmos.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gizmos, singular: gizmo, kind: Gizmo, shortNames: [gz]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+              tags: {type: array, items: {type: string}}
+"#,
+    );
+    k.ok(&["apply", "-f", &crd]).await;
+    k.ok(&["wait", "--for=condition=Established", "crd/gizmos.example.com", "--timeout=20s"]).await;
+    let cr = k.write("cr.yaml", "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: g\nspec:\n  size: 1\n  tags: [a, b]\n");
+    k.ok(&["apply", "-f", &cr]).await;
+    k.write("cr.yaml", "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: g\nspec:\n  size: 2\n");
+    k.ok(&["apply", "-f", &cr]).await;
+    let v: serde_json::Value = serde_json::from_str(&k.ok(&["get", "gz", "g", "-o", "json"]).await).unwrap();
+    assert_eq!(v["spec"]["size"], 2);
+    assert!(v["spec"].get("tags").is_none(), "3-way merge patch removed tags: {v}");
+
+    // get -w sees a later create.
+    let mut child = tokio::process::Command::new(&k.bin)
+        .arg("--kubeconfig")
+        .arg(&k.kubeconfig)
+        .arg("--cache-dir")
+        .arg(&k.cache)
+        .args(["get", "gizmos", "-w", "-o", "name"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn kubectl get -w");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let cr2 = k.write("cr2.yaml", "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: later\nspec:\n  size: 3\n");
+    k.ok(&["apply", "-f", &cr2]).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let _ = child.start_kill();
+    let out = child.wait_with_output().await.expect("output");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("gizmo.example.com/g") && text.contains("gizmo.example.com/later"), "watch output: {text} / {}", String::from_utf8_lossy(&out.stderr));
+
+    // Deleting the CRD removes its objects.
+    k.ok(&["delete", "-f", &crd, "--wait=true", "--timeout=20s"]).await;
+    let (ok, _, _) = k.run(&["get", "crd", "gizmos.example.com"]).await;
+    assert!(!ok);
+}
