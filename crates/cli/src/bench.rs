@@ -1,0 +1,984 @@
+//! `fleet bench apiserver`: the API-server figures the README quotes, measured end to end over
+//! real HTTPS loopback connections (TLS, HTTP/1.1, authentication, REST, store), never with a
+//! timed unit test. Every figure is the median of repeated runs.
+//!
+//! The server runs in this process. The watch fan-out clients run in a child process (this same
+//! binary, `fleet bench watch-client`), because 10,000 watchers need 10,000 client sockets plus
+//! 10,000 server sockets, more than one process may open on a typical machine.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow, bail};
+use bytes::Bytes;
+use clap::{Args, Subcommand, ValueEnum};
+use fleet_apiserver::app::{ApiServer, ApiServerConfig};
+use fleet_apiserver::auth::{Authenticator, UserInfo};
+use fleet_apiserver::pki::{self, Pki};
+use fleet_apiserver::serve::{self, ServeOptions};
+use fleet_apiserver::store::StoreConfig;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper::{Method, Request, StatusCode, header};
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio::io::AsyncBufReadExt;
+use tokio_rustls::TlsConnector;
+
+/// `fleet bench <target>`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    target: BenchTarget,
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchTarget {
+    /// Throughput, watch fan-out latency, memory and list time of the embedded API server.
+    Apiserver(ApiserverArgs),
+    /// Internal: the watch fan-out clients, run as a child process by `bench apiserver`.
+    #[command(hide = true)]
+    WatchClient(WatchClientArgs),
+}
+
+/// What `fleet bench apiserver` measures.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum Scenario {
+    /// Create and update throughput of 1 KiB objects at 1 and 64 concurrent clients.
+    Write,
+    /// p50/p99 event delivery latency to 1,000 and 10,000 watchers of one resource.
+    Watch,
+    /// Time to list 100,000 objects (one request, and pages of 500).
+    List,
+    /// Resident memory with 1,000,000 stored objects.
+    Memory,
+}
+
+/// Where the benchmark server keeps its data.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum StoreKind {
+    /// SQLite (WAL) in a temporary directory: every write durable, as `fleet server` runs.
+    File,
+    /// Memory only (no durability): shows the cost of the REST layer alone.
+    Memory,
+}
+
+#[derive(Args, Debug)]
+struct ApiserverArgs {
+    /// Scenarios to run (repeatable or comma-separated); all when absent.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    scenario: Vec<Scenario>,
+    /// Repetitions per figure (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Storage backing the benchmark server.
+    #[arg(long, value_enum, default_value = "file")]
+    store: StoreKind,
+    /// Size of each object's payload in bytes.
+    #[arg(long, default_value_t = 1024)]
+    object_size: usize,
+    /// Concurrent client counts for the write scenario.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 64])]
+    clients: Vec<usize>,
+    /// Writes per run and client count (create pass; the update pass does as many).
+    #[arg(long, default_value_t = 20_000)]
+    writes: usize,
+    /// Watcher counts for the watch scenario.
+    #[arg(long, value_delimiter = ',', default_values_t = [1_000usize, 10_000])]
+    watchers: Vec<usize>,
+    /// Events per watch run.
+    #[arg(long, default_value_t = 20)]
+    events: usize,
+    /// Pause between watch events, in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    event_interval_ms: u64,
+    /// Objects for the list scenario.
+    #[arg(long, default_value_t = 100_000)]
+    list_objects: usize,
+    /// Objects for the memory scenario.
+    #[arg(long, default_value_t = 1_000_000)]
+    memory_objects: usize,
+}
+
+#[derive(Args, Debug)]
+struct WatchClientArgs {
+    #[arg(long)]
+    url: String,
+    #[arg(long)]
+    ca_file: PathBuf,
+    #[arg(long)]
+    token_file: PathBuf,
+    #[arg(long)]
+    watchers: usize,
+    #[arg(long)]
+    events: usize,
+    #[arg(long)]
+    runs: usize,
+    #[arg(long)]
+    event_interval_ms: u64,
+    #[arg(long)]
+    object_size: usize,
+}
+
+/// Runs `fleet bench ...`.
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    raise_fd_limit();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    match args.target {
+        BenchTarget::Apiserver(a) => rt.block_on(apiserver(a)),
+        BenchTarget::WatchClient(a) => rt.block_on(watch_client(a)),
+    }
+}
+
+/// Lifts the soft open-file limit to the hard limit: thousands of watch connections need it.
+fn raise_fd_limit() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(n) => tracing::debug!(limit = n, "open-file limit"),
+        Err(e) => eprintln!("warning: cannot raise the open-file limit: {e}"),
+    }
+}
+
+const NS_WRITE: &str = "bench-write";
+const NS_FANOUT: &str = "bench-fanout";
+const NS_LIST: &str = "bench-list";
+const NS_MEMORY: &str = "bench-memory";
+/// The data key whose value identifies a watch event (found in the raw line, no JSON decode).
+const SEQ_MARKER: &[u8] = b"\"bench-seq\":\"";
+
+async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
+    let scenarios: Vec<Scenario> = if args.scenario.is_empty() {
+        vec![
+            Scenario::Write,
+            Scenario::Watch,
+            Scenario::List,
+            Scenario::Memory,
+        ]
+    } else {
+        args.scenario.clone()
+    };
+    let runs = args.runs.max(1);
+    let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let store = match args.store {
+        StoreKind::File => StoreConfig::file(dir.path().join("store.db")),
+        StoreKind::Memory => StoreConfig::in_memory(),
+    };
+    let server = BenchServer::start(store).await?;
+    println!(
+        "fleet bench apiserver: {} store, TLS over loopback (HTTP/1.1, bearer token), {} cores, \
+         {runs} runs per figure (median shown)",
+        match args.store {
+            StoreKind::File => "SQLite WAL (durable)",
+            StoreKind::Memory => "in-memory",
+        },
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+    );
+    println!("rss at start: {}", fmt_bytes(rss_bytes().unwrap_or(0)));
+    let target = server.target.clone();
+    let mut c = target.connect().await?;
+    for ns in [NS_WRITE, NS_FANOUT, NS_LIST, NS_MEMORY] {
+        c.create_namespace(ns).await?;
+    }
+
+    // Objects stored so far: they count toward the memory scenario's total.
+    let mut stored = 0usize;
+    if scenarios.contains(&Scenario::Write) {
+        stored += write_scenario(&target, &args, runs).await?;
+    }
+    if scenarios.contains(&Scenario::Watch) {
+        watch_scenario(&server, dir.path(), &args, runs).await?;
+        stored += args.watchers.len();
+    }
+    if scenarios.contains(&Scenario::List) || scenarios.contains(&Scenario::Memory) {
+        let listed = if scenarios.contains(&Scenario::List) {
+            args.list_objects
+        } else {
+            0
+        };
+        if listed > 0 {
+            let t = Instant::now();
+            let done = fill(&target, NS_LIST, "obj", 0, listed, args.object_size, 64).await?;
+            let secs = t.elapsed().as_secs_f64();
+            println!(
+                "list: stored {done} objects in {secs:.1} s ({:.0} creates/s at 64 clients)",
+                done as f64 / secs
+            );
+            list_scenario(&target, listed, runs).await?;
+        }
+        if scenarios.contains(&Scenario::Memory) {
+            memory_scenario(&target, &args, stored + listed).await?;
+        }
+    }
+    drop(c);
+    server.stop().await;
+    Ok(())
+}
+
+/// The in-process server and how to reach it.
+struct BenchServer {
+    target: Target,
+    ca_pem: String,
+    token: String,
+    url: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+    _api: ApiServer,
+}
+
+impl BenchServer {
+    async fn start(store: StoreConfig) -> anyhow::Result<BenchServer> {
+        let pki = Pki::ephemeral(&["127.0.0.1".to_string()])?;
+        let api = ApiServer::new(ApiServerConfig::with_store(store))
+            .await
+            .context("opening the API server")?;
+        let admin = UserInfo::authenticated(pki::ADMIN_USER, &[pki::ADMIN_GROUP]);
+        let auth = Authenticator::new(vec![(pki.admin_token().to_string(), admin)]);
+        let app = serve::with_authentication(api.router(), auth);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(serve::serve(
+            listener,
+            pki.server_tls_config()?,
+            app,
+            async move {
+                let _ = stopped.await;
+            },
+            ServeOptions {
+                drain_timeout: Duration::from_secs(2),
+                ..ServeOptions::default()
+            },
+        ));
+        let target = Target::new(addr, pki.ca_cert_pem(), pki.admin_token())?;
+        Ok(BenchServer {
+            target,
+            ca_pem: pki.ca_cert_pem().to_string(),
+            token: pki.admin_token().to_string(),
+            url: pki::server_url(addr),
+            stop,
+            task,
+            _api: api,
+        })
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+/// How clients reach the server: address, TLS trust and credentials.
+#[derive(Clone)]
+struct Target {
+    addr: SocketAddr,
+    tls: TlsConnector,
+    auth: header::HeaderValue,
+}
+
+impl Target {
+    fn new(addr: SocketAddr, ca_pem: &str, token: &str) -> anyhow::Result<Target> {
+        let mut roots = rustls::RootCertStore::empty();
+        let ca = CertificateDer::from_pem_slice(ca_pem.as_bytes()).context("CA certificate")?;
+        roots.add(ca).context("CA certificate")?;
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Target {
+            addr,
+            tls: TlsConnector::from(Arc::new(cfg)),
+            auth: header::HeaderValue::from_str(&format!("Bearer {token}"))?,
+        })
+    }
+
+    /// One HTTP/1.1 connection over TLS, as kube-rs opens them.
+    async fn connect(&self) -> anyhow::Result<Conn> {
+        let tcp = tokio::net::TcpStream::connect(self.addr).await?;
+        tcp.set_nodelay(true)?;
+        let name = ServerName::try_from("127.0.0.1").map_err(|e| anyhow!("{e}"))?;
+        let tls = self.tls.connect(name, tcp).await.context("TLS handshake")?;
+        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(Conn {
+            send,
+            auth: self.auth.clone(),
+        })
+    }
+}
+
+struct Conn {
+    send: SendRequest<Full<Bytes>>,
+    auth: header::HeaderValue,
+}
+
+impl Conn {
+    fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> anyhow::Result<Request<Full<Bytes>>> {
+        let mut b = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, "127.0.0.1")
+            .header(header::AUTHORIZATION, self.auth.clone())
+            .header(header::ACCEPT, "application/json");
+        if body.is_some() {
+            b = b.header(header::CONTENT_TYPE, "application/json");
+        }
+        Ok(b.body(Full::new(body.unwrap_or_default()))?)
+    }
+
+    /// Sends a request and reads the whole answer.
+    async fn call(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> anyhow::Result<(StatusCode, Bytes)> {
+        let req = self.request(method, path, body)?;
+        self.send.ready().await?;
+        let resp = self.send.send_request(req).await?;
+        let status = resp.status();
+        let body = resp.into_body().collect().await?.to_bytes();
+        Ok((status, body))
+    }
+
+    async fn create_namespace(&mut self, name: &str) -> anyhow::Result<()> {
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        let (status, resp) = self
+            .call(
+                Method::POST,
+                "/api/v1/namespaces",
+                Some(body.to_string().into()),
+            )
+            .await?;
+        if !status.is_success() && status != StatusCode::CONFLICT {
+            bail!(
+                "creating namespace {name}: {status} {}",
+                String::from_utf8_lossy(&resp)
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A ConfigMap whose serialized payload is `size` bytes.
+fn config_map(ns: &str, name: &str, size: usize, seq: u64) -> Bytes {
+    let payload = "x".repeat(size);
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "labels": {"app": "bench"}},
+        "data": {"payload": payload, "bench-seq": seq.to_string()},
+    })
+    .to_string()
+    .into()
+}
+
+/// Writes `count` objects named `{prefix}-{i}` (i from `start`) with `clients` connections; for
+/// `update`, replaces existing ones instead. Returns the successful writes; failures abort.
+async fn drive_writes(
+    target: &Target,
+    ns: &str,
+    prefix: &str,
+    start: usize,
+    count: usize,
+    size: usize,
+    clients: usize,
+    update: bool,
+) -> anyhow::Result<usize> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..clients.max(1) {
+        let target = target.clone();
+        let next = next.clone();
+        let (ns, prefix) = (ns.to_string(), prefix.to_string());
+        tasks.push(tokio::spawn(async move {
+            let mut conn = target.connect().await?;
+            let mut done = 0usize;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= count {
+                    break;
+                }
+                let name = format!("{prefix}-{}", start + i);
+                let body = config_map(&ns, &name, size, i as u64);
+                let (method, path) = if update {
+                    (
+                        Method::PUT,
+                        format!("/api/v1/namespaces/{ns}/configmaps/{name}"),
+                    )
+                } else {
+                    (Method::POST, format!("/api/v1/namespaces/{ns}/configmaps"))
+                };
+                let (status, resp) = conn.call(method, &path, Some(body)).await?;
+                if !status.is_success() {
+                    bail!("{path}: {status} {}", String::from_utf8_lossy(&resp));
+                }
+                done += 1;
+            }
+            Ok::<usize, anyhow::Error>(done)
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await??;
+    }
+    Ok(total)
+}
+
+async fn fill(
+    target: &Target,
+    ns: &str,
+    prefix: &str,
+    start: usize,
+    count: usize,
+    size: usize,
+    clients: usize,
+) -> anyhow::Result<usize> {
+    drive_writes(target, ns, prefix, start, count, size, clients, false).await
+}
+
+/// Returns how many objects it left in the store.
+async fn write_scenario(
+    target: &Target,
+    args: &ApiserverArgs,
+    runs: usize,
+) -> anyhow::Result<usize> {
+    let mut stored = 0;
+    for &clients in &args.clients {
+        // One client is slow by nature (one request in flight): fewer writes keep runs short.
+        let writes = if clients == 1 {
+            (args.writes / 4).max(1)
+        } else {
+            args.writes
+        };
+        let mut creates = Vec::new();
+        let mut updates = Vec::new();
+        for run in 0..runs {
+            let prefix = format!("c{clients}-r{run}");
+            let t = Instant::now();
+            let n = drive_writes(
+                target,
+                NS_WRITE,
+                &prefix,
+                0,
+                writes,
+                args.object_size,
+                clients,
+                false,
+            )
+            .await?;
+            creates.push(n as f64 / t.elapsed().as_secs_f64());
+            stored += n;
+            let t = Instant::now();
+            let n = drive_writes(
+                target,
+                NS_WRITE,
+                &prefix,
+                0,
+                writes,
+                args.object_size,
+                clients,
+                true,
+            )
+            .await?;
+            updates.push(n as f64 / t.elapsed().as_secs_f64());
+        }
+        println!(
+            "write: {clients:>3} clients, {} B objects, {writes} writes/run: create {} writes/s, \
+             update {} writes/s   (runs: create {}; update {})",
+            args.object_size,
+            fmt_rate(median(&mut creates.clone())),
+            fmt_rate(median(&mut updates.clone())),
+            list_rates(&creates),
+            list_rates(&updates),
+        );
+    }
+    Ok(stored)
+}
+
+async fn list_scenario(target: &Target, objects: usize, runs: usize) -> anyhow::Result<()> {
+    let mut conn = target.connect().await?;
+    let path = format!("/api/v1/namespaces/{NS_LIST}/configmaps");
+    let mut whole = Vec::new();
+    let mut bytes = 0usize;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let (status, body) = conn.call(Method::GET, &path, None).await?;
+        if !status.is_success() {
+            bail!("{path}: {status}");
+        }
+        whole.push(t.elapsed().as_secs_f64());
+        bytes = body.len();
+        let n = memchr::memmem::find_iter(&body, SEQ_MARKER).count();
+        if n != objects {
+            bail!("{path}: listed {n} objects, expected {objects}");
+        }
+    }
+    let mut paged = Vec::new();
+    let mut pages = 0;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let mut cont = String::new();
+        let mut n = 0usize;
+        pages = 0;
+        loop {
+            let mut p = format!("{path}?limit=500");
+            if !cont.is_empty() {
+                p.push_str("&continue=");
+                p.push_str(&cont);
+            }
+            let (status, body) = conn.call(Method::GET, &p, None).await?;
+            if !status.is_success() {
+                bail!("{p}: {status} {}", String::from_utf8_lossy(&body));
+            }
+            pages += 1;
+            let v: serde_json::Value = serde_json::from_slice(&body)?;
+            n += v["items"].as_array().map(|a| a.len()).unwrap_or(0);
+            match v["metadata"]["continue"].as_str() {
+                Some(c) if !c.is_empty() => cont = percent_encode(c),
+                _ => break,
+            }
+        }
+        if n != objects {
+            bail!("paged list returned {n} objects, expected {objects}");
+        }
+        paged.push(t.elapsed().as_secs_f64());
+    }
+    println!(
+        "list: {objects} objects ({}): one request {:.3} s, pages of 500 ({pages} requests) {:.3} s   \
+         (runs: {}; {})",
+        fmt_bytes(bytes as u64),
+        median(&mut whole.clone()),
+        median(&mut paged.clone()),
+        list_secs(&whole),
+        list_secs(&paged),
+    );
+    Ok(())
+}
+
+async fn memory_scenario(
+    target: &Target,
+    args: &ApiserverArgs,
+    others: usize,
+) -> anyhow::Result<()> {
+    let want = args.memory_objects.saturating_sub(others);
+    let t = Instant::now();
+    let done = fill(target, NS_MEMORY, "obj", 0, want, args.object_size, 64).await?;
+    let secs = t.elapsed().as_secs_f64();
+    let total = done + others;
+    // Let the allocator settle and the store finish background work before sampling.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    println!(
+        "memory: {total} objects stored ({done} created in {secs:.0} s, {:.0}/s); rss {} (peak {})",
+        done as f64 / secs,
+        fmt_bytes(rss_bytes().unwrap_or(0)),
+        fmt_bytes(hwm_bytes().unwrap_or(0)),
+    );
+    Ok(())
+}
+
+async fn watch_scenario(
+    server: &BenchServer,
+    dir: &std::path::Path,
+    args: &ApiserverArgs,
+    runs: usize,
+) -> anyhow::Result<()> {
+    let ca_file = dir.join("ca.crt");
+    let token_file = dir.join("token");
+    std::fs::write(&ca_file, &server.ca_pem)?;
+    std::fs::write(&token_file, &server.token)?;
+    let exe = std::env::current_exe().context("locating the fleet binary")?;
+    for &watchers in &args.watchers {
+        let out = tokio::process::Command::new(&exe)
+            .args(["bench", "watch-client", "--url", &server.url])
+            .arg("--ca-file")
+            .arg(&ca_file)
+            .arg("--token-file")
+            .arg(&token_file)
+            .args(["--watchers", &watchers.to_string()])
+            .args(["--events", &args.events.to_string()])
+            .args(["--runs", &runs.to_string()])
+            .args(["--event-interval-ms", &args.event_interval_ms.to_string()])
+            .args(["--object-size", &args.object_size.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::inherit())
+            .status()
+            .await
+            .context("running the watch clients")?;
+        if !out.success() {
+            bail!("watch clients for {watchers} watchers failed: {out}");
+        }
+        println!(
+            "rss (server process) after {watchers} watchers: {}",
+            fmt_bytes(rss_bytes().unwrap_or(0))
+        );
+    }
+    Ok(())
+}
+
+/// The child process: opens the watchers, writes events, measures delivery latency.
+async fn watch_client(args: WatchClientArgs) -> anyhow::Result<()> {
+    let ca = std::fs::read_to_string(&args.ca_file)?;
+    let token = std::fs::read_to_string(&args.token_file)?;
+    let authority = args.url.trim_start_matches("https://");
+    let addr: SocketAddr = authority
+        .parse()
+        .with_context(|| format!("--url {}", args.url))?;
+    let target = Target::new(addr, &ca, token.trim())?;
+
+    let mut writer = target.connect().await?;
+    let name = format!("fanout-{}", args.watchers);
+    let obj_path = format!("/api/v1/namespaces/{NS_FANOUT}/configmaps/{name}");
+    let (status, body) = writer
+        .call(
+            Method::POST,
+            &format!("/api/v1/namespaces/{NS_FANOUT}/configmaps"),
+            Some(config_map(NS_FANOUT, &name, args.object_size, 0)),
+        )
+        .await?;
+    if !status.is_success() {
+        bail!(
+            "creating {name}: {status} {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+
+    // seq -> send time (ns since `base`); seq 0 is the warm-up event.
+    let total_events = 1 + args.events * args.runs;
+    let base = Instant::now();
+    let sent: Arc<Vec<AtomicU64>> =
+        Arc::new((0..=total_events).map(|_| AtomicU64::new(0)).collect());
+    let (lat_tx, mut lat_rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64)>();
+
+    // Open the watchers, at most 256 handshakes at a time.
+    let t_connect = Instant::now();
+    let opened = Arc::new(AtomicUsize::new(0));
+    let failed = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(tokio::sync::Semaphore::new(256));
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    // Every watcher watches the whole resource in the namespace, as an informer does.
+    let watch_path =
+        format!("/api/v1/namespaces/{NS_FANOUT}/configmaps?watch=true&timeoutSeconds=3600");
+    for _ in 0..args.watchers {
+        let target = target.clone();
+        let path = watch_path.clone();
+        let gate = gate.clone();
+        let sent = sent.clone();
+        let lat_tx = lat_tx.clone();
+        let ready_tx = ready_tx.clone();
+        let opened = opened.clone();
+        let failed = failed.clone();
+        tokio::spawn(async move {
+            let resp = {
+                let _permit = gate.acquire().await;
+                let result = async {
+                    let mut conn = target.connect().await?;
+                    let req = conn.request(Method::GET, &path, None)?;
+                    conn.send.ready().await?;
+                    let resp = conn.send.send_request(req).await?;
+                    if !resp.status().is_success() {
+                        bail!("watch: {}", resp.status());
+                    }
+                    Ok::<_, anyhow::Error>((conn, resp))
+                }
+                .await;
+                match result {
+                    Ok(r) => r,
+                    Err(e) => {
+                        if failed.fetch_add(1, Ordering::Relaxed) == 0 {
+                            eprintln!("watch-client: a watcher failed to open: {e:#}");
+                        }
+                        let _ = ready_tx.send(());
+                        return;
+                    }
+                }
+            };
+            opened.fetch_add(1, Ordering::Relaxed);
+            let _ = ready_tx.send(());
+            let (_conn, resp) = resp;
+            let stream = http_body_util::BodyStream::new(resp.into_body());
+            let reader = tokio_util_reader(stream);
+            let mut lines = reader.lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let now = base.elapsed().as_nanos() as u64;
+                if let Some(seq) = find_seq(line.as_bytes()) {
+                    let t0 = sent
+                        .get(seq as usize)
+                        .map(|a| a.load(Ordering::Acquire))
+                        .unwrap_or(0);
+                    let _ = lat_tx.send((seq, now.saturating_sub(t0)));
+                }
+            }
+        });
+    }
+    drop(ready_tx);
+    for _ in 0..args.watchers {
+        if ready_rx.recv().await.is_none() {
+            break;
+        }
+    }
+    let connect_secs = t_connect.elapsed().as_secs_f64();
+    let open = opened.load(Ordering::Relaxed);
+    if open == 0 {
+        bail!("no watcher could be opened");
+    }
+
+    // Warm-up: one event every watcher must see before measuring (the watch is registered).
+    let update = |seq: u64| {
+        sent[seq as usize].store(base.elapsed().as_nanos() as u64, Ordering::Release);
+        config_map(NS_FANOUT, &name, args.object_size, seq)
+    };
+    let body = update(0);
+    let (status, resp) = writer.call(Method::PUT, &obj_path, Some(body)).await?;
+    if !status.is_success() {
+        bail!("update: {status} {}", String::from_utf8_lossy(&resp));
+    }
+    let mut seen0 = 0;
+    let warm_deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while seen0 < open {
+        match tokio::time::timeout_at(warm_deadline, lat_rx.recv()).await {
+            Ok(Some((0, _))) => seen0 += 1,
+            Ok(Some(_)) => {}
+            _ => break,
+        }
+    }
+
+    let mut p50s = Vec::new();
+    let mut p99s = Vec::new();
+    let mut maxes = Vec::new();
+    let mut missing_total = 0usize;
+    for run in 0..args.runs {
+        let first = 1 + (run * args.events) as u64;
+        for e in 0..args.events as u64 {
+            let body = update(first + e);
+            let (status, resp) = writer.call(Method::PUT, &obj_path, Some(body)).await?;
+            if !status.is_success() {
+                bail!("update: {status} {}", String::from_utf8_lossy(&resp));
+            }
+            tokio::time::sleep(Duration::from_millis(args.event_interval_ms)).await;
+        }
+        let expected = seen0 * args.events;
+        let mut lat = Vec::with_capacity(expected);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while lat.len() < expected {
+            match tokio::time::timeout_at(deadline, lat_rx.recv()).await {
+                Ok(Some((seq, ns))) if seq >= first && seq < first + args.events as u64 => {
+                    lat.push(ns)
+                }
+                Ok(Some(_)) => {}
+                _ => break,
+            }
+        }
+        missing_total += expected - lat.len();
+        lat.sort_unstable();
+        p50s.push(percentile(&lat, 0.50));
+        p99s.push(percentile(&lat, 0.99));
+        maxes.push(lat.last().copied().unwrap_or(0) as f64 / 1e6);
+    }
+    println!(
+        "watch: {open}/{} watchers (opened in {connect_secs:.1} s, {seen0} confirmed), {} events x {} runs, \
+         {} ms apart: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; undelivered {missing_total}   (runs p99: {})",
+        args.watchers,
+        args.events,
+        args.runs,
+        args.event_interval_ms,
+        median(&mut p50s.clone()),
+        median(&mut p99s.clone()),
+        median(&mut maxes.clone()),
+        p99s.iter()
+            .map(|v| format!("{v:.1}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    Ok(())
+}
+
+/// Turns a body stream into an `AsyncBufRead` so watch lines can be read as they arrive.
+fn tokio_util_reader(
+    stream: http_body_util::BodyStream<hyper::body::Incoming>,
+) -> impl tokio::io::AsyncBufRead + Unpin {
+    use futures::TryStreamExt;
+    let bytes = stream
+        .try_filter_map(|frame| futures::future::ready(Ok(frame.into_data().ok())))
+        .map_err(std::io::Error::other);
+    tokio::io::BufReader::new(StreamReader::new(bytes))
+}
+
+use stream_reader::StreamReader;
+mod stream_reader {
+    //! A minimal `AsyncRead` over a stream of `Bytes` chunks.
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use bytes::{Buf, Bytes};
+    use futures::Stream;
+    use tokio::io::{AsyncRead, ReadBuf};
+
+    pub struct StreamReader<S> {
+        stream: S,
+        chunk: Bytes,
+    }
+
+    impl<S> StreamReader<S> {
+        pub fn new(stream: S) -> Self {
+            StreamReader {
+                stream,
+                chunk: Bytes::new(),
+            }
+        }
+    }
+
+    impl<S: Stream<Item = std::io::Result<Bytes>> + Unpin> AsyncRead for StreamReader<S> {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            loop {
+                if !self.chunk.is_empty() {
+                    let n = self.chunk.len().min(buf.remaining());
+                    buf.put_slice(&self.chunk[..n]);
+                    self.chunk.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                match Pin::new(&mut self.stream).poll_next(cx) {
+                    Poll::Ready(Some(Ok(b))) => self.chunk = b,
+                    Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
+                    Poll::Ready(None) => return Poll::Ready(Ok(())),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+        }
+    }
+}
+
+/// The `bench-seq` value in a raw watch line.
+fn find_seq(line: &[u8]) -> Option<u64> {
+    let at = memchr::memmem::find(line, SEQ_MARKER)? + SEQ_MARKER.len();
+    let rest = line.get(at..)?;
+    let end = rest.iter().position(|b| *b == b'"')?;
+    std::str::from_utf8(rest.get(..end)?).ok()?.parse().ok()
+}
+
+/// The q-quantile of sorted nanosecond samples, in milliseconds.
+fn percentile(sorted: &[u64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    sorted.get(idx.min(sorted.len() - 1)).copied().unwrap_or(0) as f64 / 1e6
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
+}
+
+fn fmt_rate(r: f64) -> String {
+    format!("{r:.0}")
+}
+
+fn list_rates(v: &[f64]) -> String {
+    v.iter()
+        .map(|r| format!("{r:.0}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn list_secs(v: &[f64]) -> String {
+    v.iter()
+        .map(|r| format!("{r:.3}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn fmt_bytes(b: u64) -> String {
+    const MIB: f64 = 1024.0 * 1024.0;
+    if b as f64 >= 1024.0 * MIB {
+        format!("{:.2} GiB", b as f64 / (1024.0 * MIB))
+    } else {
+        format!("{:.1} MiB", b as f64 / MIB)
+    }
+}
+
+fn proc_status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok()
+}
+
+/// Resident set size of this process (server plus the in-process clients).
+fn rss_bytes() -> Option<u64> {
+    proc_status_kib("VmRSS:").map(|k| k * 1024)
+}
+
+/// Peak resident set size.
+fn hwm_bytes() -> Option<u64> {
+    proc_status_kib("VmHWM:").map(|k| k * 1024)
+}
+
+/// Percent-encodes a continue token for a query string.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seq_is_found_in_a_watch_line() {
+        let line = br#"{"type":"MODIFIED","object":{"data":{"bench-seq":"42","payload":"x"}}}"#;
+        assert_eq!(find_seq(line), Some(42));
+        assert_eq!(find_seq(b"{}"), None);
+        assert_eq!(find_seq(br#"{"bench-seq":"4"#), None);
+    }
+
+    #[test]
+    fn medians_and_percentiles() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        let s: Vec<u64> = (1..=100).map(|i| i * 1_000_000).collect();
+        assert_eq!(percentile(&s, 0.99), 99.0);
+        assert!(percentile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn continue_tokens_are_encoded() {
+        assert_eq!(percent_encode("a+b/c="), "a%2Bb%2Fc%3D");
+    }
+}
