@@ -1,3 +1,4 @@
 //! Bundle + options → Kubernetes objects: Helm charts, kustomize, raw-YAML overlays.
 pub mod helm;
 pub mod kustomize;
+pub mod rawyaml;

@@ -155,10 +155,7 @@ impl FileSource for MemFs {
             .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"))
     }
     fn is_dir(&self, path: &Path) -> bool {
-        self.files
-            .range(path.to_path_buf()..)
-            .next()
-            .is_some_and(|(p, _)| p != path && p.starts_with(path))
+        self.files.keys().any(|p| p != path && p.starts_with(path))
     }
     fn is_file(&self, path: &Path) -> bool {
         self.files.contains_key(path)
@@ -204,10 +201,19 @@ pub fn build_yaml(dir: &Path) -> Result<String, KustomizeError> {
     Ok(goyaml::to_yaml_stream(build(dir)?.iter()))
 }
 
-/// Builds the kustomization at `dir` (normalised) read through `fs`.
+/// Builds the kustomization at `dir` (normalised) read through `fs`, in kustomize's
+/// legacy output order (what `kustomize build` prints).
 pub fn build_with(
     fs: &dyn FileSource,
     dir: &Path,
+) -> Result<Vec<serde_json::Value>, KustomizeError> {
+    build_inner(fs, dir, true)
+}
+
+fn build_inner(
+    fs: &dyn FileSource,
+    dir: &Path,
+    legacy_order: bool,
 ) -> Result<Vec<serde_json::Value>, KustomizeError> {
     let mut stack = Vec::new();
     let mut acc = resource::ResMap::default();
@@ -215,8 +221,69 @@ pub fn build_with(
     generators::add_hash_suffixes(&mut acc)?;
     namerefs::fix_back_references(&mut acc)?;
     let mut res = acc.into_vec();
-    resource::legacy_sort(&mut res);
+    if legacy_order {
+        resource::legacy_sort(&mut res);
+    }
     Ok(res.into_iter().map(|r| r.obj).collect())
+}
+
+/// The file Fleet injects Helm's output as before running kustomize over a bundle.
+pub const FLEET_MANIFESTS: &str = "fleet-manifests.yaml";
+
+/// Fleet's kustomize post-render of Helm output on the agent.
+///
+/// `files` are the bundle's files (relative path → content), `dir` the `kustomize.dir`
+/// option ("" = bundle root) and `helm_output` the rendered chart. Returns `None` when
+/// `<dir>/kustomization.yaml` does not exist (nothing to do). Otherwise the Helm output is
+/// written to `<dir>/fleet-manifests.yaml`, prepended to the kustomization's `resources`
+/// (when it holds any object), and the kustomization is built with kustomize's default
+/// plugin-less, root-only loading. Objects come back in accumulation order, as Fleet's
+/// embedded krusty (no legacy sort) returns them.
+pub fn post_render(
+    files: &BTreeMap<String, Vec<u8>>,
+    dir: &str,
+    helm_output: &str,
+) -> Result<Option<Vec<serde_json::Value>>, KustomizeError> {
+    let root = Path::new("/bundle");
+    let dir = if dir.is_empty() { "." } else { dir };
+    let kdir = normalize(root, Path::new(dir));
+    let mut fs = MemFs::new();
+    for (name, content) in files {
+        if !name.is_empty() {
+            fs.insert(root.join(name), content.clone());
+        }
+    }
+    fs.insert(kdir.join(FLEET_MANIFESTS), helm_output.as_bytes().to_vec());
+    let kfile = kdir.join("kustomization.yaml");
+    let Ok(kbytes) = fs.read(&kfile) else {
+        return Ok(None);
+    };
+    let has_objects = resource::parse_resources(&kdir.join(FLEET_MANIFESTS), helm_output)
+        .map(|r| !r.is_empty())
+        .unwrap_or(true);
+    if has_objects {
+        let text = String::from_utf8(kbytes)
+            .map_err(|_| KustomizeError::in_file(&kfile, "file is not valid UTF-8"))?;
+        let docs = yamlin::parse_documents(&text, yamlin::Schema::V11)
+            .map_err(|e| KustomizeError::at(&kfile, e.line, None, e.msg))?;
+        let mut data = docs
+            .first()
+            .map(|d| d.to_json())
+            .unwrap_or_else(|| serde_json::Value::Object(Default::default()));
+        let Some(obj) = data.as_object_mut() else {
+            return Err(KustomizeError::in_file(&kfile, "expected a mapping"));
+        };
+        let mut resources: Vec<serde_json::Value> = match obj.get("resources") {
+            Some(serde_json::Value::Array(a)) => a.clone(),
+            _ => Vec::new(),
+        };
+        if !resources.iter().any(|r| r.as_str() == Some(FLEET_MANIFESTS)) {
+            resources.insert(0, serde_json::Value::String(FLEET_MANIFESTS.into()));
+            obj.insert("resources".into(), serde_json::Value::Array(resources));
+        }
+        fs.insert(&kfile, goyaml::to_yaml(&data).into_bytes());
+    }
+    build_inner(&fs, &kdir, false).map(Some)
 }
 
 /// Loads one kustomization directory into `acc` (a fresh accumulator for kustomizations,
