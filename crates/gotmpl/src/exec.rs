@@ -32,7 +32,12 @@ fn map_ptr(v: &Value) -> Option<usize> {
 
 /// Replaces every occurrence of map `old` (by identity) inside `v`; parents are rebuilt and
 /// memoized so that aliases of the same parent stay aliases.
-fn replace_map(v: &Value, old: usize, new: &Value, memo: &mut HashMap<usize, Value>) -> Option<Value> {
+fn replace_map(
+    v: &Value,
+    old: usize,
+    new: &Value,
+    memo: &mut HashMap<usize, Value>,
+) -> Option<Value> {
     match v {
         Value::Map(m) => {
             let p = Arc::as_ptr(m) as *const () as usize;
@@ -45,7 +50,9 @@ fn replace_map(v: &Value, old: usize, new: &Value, memo: &mut HashMap<usize, Val
             let mut changed: Option<std::collections::BTreeMap<String, Value>> = None;
             for (k, x) in m.iter() {
                 if let Some(nx) = replace_map(x, old, new, memo) {
-                    changed.get_or_insert_with(|| (**m).clone()).insert(k.clone(), nx);
+                    changed
+                        .get_or_insert_with(|| (**m).clone())
+                        .insert(k.clone(), nx);
                 }
             }
             let nv = Value::Map(Arc::new(changed?));

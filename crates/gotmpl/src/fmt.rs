@@ -104,7 +104,7 @@ pub(crate) fn sprintf(format: &str, args: &[Value]) -> String {
         if i < b.len() && b[i] == b'*' {
             i += 1;
             match args.get(argi) {
-                Some(Value::Int(n)) => {
+                Some(Value::Int(n)) if n.unsigned_abs() <= 1_000_000 => {
                     if *n < 0 {
                         f.minus = true;
                         f.zero = false;
@@ -136,7 +136,9 @@ pub(crate) fn sprintf(format: &str, args: &[Value]) -> String {
             if i < b.len() && b[i] == b'*' {
                 i += 1;
                 match args.get(argi) {
-                    Some(Value::Int(n)) if *n >= 0 => f.prec = Some((*n as usize).min(1_000_000)),
+                    Some(Value::Int(n)) if (0..=1_000_000).contains(n) => {
+                        f.prec = Some(*n as usize)
+                    }
                     _ => out.push_str("%!(BADPREC)"),
                 }
                 argi += 1;

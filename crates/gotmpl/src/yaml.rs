@@ -12,6 +12,7 @@ pub fn to_yaml(v: &Value) -> String {
     let mut e = Emitter {
         out: String::new(),
         column: 0,
+        skip_nl: false,
     };
     e.node(&j, 0, Ctx::Root);
     if !e.out.ends_with('\n') {
@@ -175,6 +176,7 @@ enum Style {
 struct Emitter {
     out: String,
     column: usize,
+    skip_nl: bool,
 }
 
 const BEST_WIDTH: usize = 80;
@@ -192,6 +194,10 @@ impl Emitter {
     }
 
     fn newline(&mut self) {
+        if self.skip_nl {
+            self.skip_nl = false;
+            return;
+        }
         self.out.push('\n');
         self.column = 0;
     }
@@ -470,17 +476,8 @@ impl Emitter {
                 self.put(c.encode_utf8(&mut buf));
             }
         }
-        // the emitter leaves the cursor after the content; a following key starts a new line
-        if !breaks {
-            // content ended without newline: nothing extra
-        } else {
-            // ended with a line break: undo the column-0 newline so the caller's newline is the
-            // only one (libyaml does not write an extra break after block scalars)
-            if self.out.ends_with('\n') {
-                self.out.pop();
-                self.column = 0;
-            }
-        }
+        // libyaml does not write another line break after a block scalar that ended with one
+        self.skip_nl = breaks;
     }
 }
 
@@ -653,17 +650,31 @@ fn is_base60_float(s: &str) -> bool {
 /// "2006-1-2 15:4:5.999999999" and "2006-1-2", as Go's time.Parse accepts them.
 fn is_timestamp(s: &str) -> bool {
     fn num(s: &str, min: usize, max: usize) -> Option<(u32, &str)> {
-        let n = s.bytes().take(max).take_while(|b| b.is_ascii_digit()).count();
+        let n = s
+            .bytes()
+            .take(max)
+            .take_while(|b| b.is_ascii_digit())
+            .count();
         if n < min {
             return None;
         }
         Some((s[..n].parse().ok()?, &s[n..]))
     }
-    let Some((_, r)) = num(s, 4, 4) else { return false };
-    let Some(r) = r.strip_prefix('-') else { return false };
-    let Some((m, r)) = num(r, 1, 2) else { return false };
-    let Some(r) = r.strip_prefix('-') else { return false };
-    let Some((d, r)) = num(r, 1, 2) else { return false };
+    let Some((_, r)) = num(s, 4, 4) else {
+        return false;
+    };
+    let Some(r) = r.strip_prefix('-') else {
+        return false;
+    };
+    let Some((m, r)) = num(r, 1, 2) else {
+        return false;
+    };
+    let Some(r) = r.strip_prefix('-') else {
+        return false;
+    };
+    let Some((d, r)) = num(r, 1, 2) else {
+        return false;
+    };
     if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
         return false;
     }
@@ -675,11 +686,21 @@ fn is_timestamp(s: &str) -> bool {
         b' ' => (false, &r[1..]),
         _ => return false,
     };
-    let Some((h, r)) = num(r, 1, 2) else { return false };
-    let Some(r) = r.strip_prefix(':') else { return false };
-    let Some((mi, r)) = num(r, 1, 2) else { return false };
-    let Some(r) = r.strip_prefix(':') else { return false };
-    let Some((se, mut r)) = num(r, 1, 2) else { return false };
+    let Some((h, r)) = num(r, 1, 2) else {
+        return false;
+    };
+    let Some(r) = r.strip_prefix(':') else {
+        return false;
+    };
+    let Some((mi, r)) = num(r, 1, 2) else {
+        return false;
+    };
+    let Some(r) = r.strip_prefix(':') else {
+        return false;
+    };
+    let Some((se, mut r)) = num(r, 1, 2) else {
+        return false;
+    };
     if h > 23 || mi > 59 || se > 59 {
         return false;
     }
@@ -966,7 +987,8 @@ impl<'a> Composer<'a> {
                 Ok(v)
             }
             Event::MappingStart(_, anchor, _) => {
-                let mut m: std::collections::BTreeMap<String, Value> = std::collections::BTreeMap::new();
+                let mut m: std::collections::BTreeMap<String, Value> =
+                    std::collections::BTreeMap::new();
                 let mut merged: Vec<std::collections::BTreeMap<String, Value>> = Vec::new();
                 loop {
                     let Some(kev) = self.next_node_event()? else {
@@ -988,11 +1010,19 @@ impl<'a> Composer<'a> {
                                 for x in l.iter() {
                                     match x {
                                         Value::Map(mm) => merged.push((**mm).clone()),
-                                        _ => return Err(yaml_err("map merge requires map or sequence of maps as the value")),
+                                        _ => {
+                                            return Err(yaml_err(
+                                                "map merge requires map or sequence of maps as the value",
+                                            ));
+                                        }
                                     }
                                 }
                             }
-                            _ => return Err(yaml_err("map merge requires map or sequence of maps as the value")),
+                            _ => {
+                                return Err(yaml_err(
+                                    "map merge requires map or sequence of maps as the value",
+                                ));
+                            }
                         }
                         continue;
                     }
@@ -1035,16 +1065,25 @@ fn key_string(k: &Value) -> Result<String, String> {
 }
 
 /// go-yaml v2's resolve for a scalar, producing JSON-shaped values (numbers are float64).
-fn resolve_scalar(v: &str, style: granit_parser::ScalarStyle, tag: Option<&granit_parser::Tag>) -> Result<Value, String> {
+fn resolve_scalar(
+    v: &str,
+    style: granit_parser::ScalarStyle,
+    tag: Option<&granit_parser::Tag>,
+) -> Result<Value, String> {
     if let Some(t) = tag
         && t.is_yaml_core_schema()
     {
         return Ok(match t.suffix() {
             "str" => Value::str(v),
             "null" => Value::Nil,
-            "bool" => Value::Bool(matches!(v, "true" | "True" | "TRUE" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "y" | "Y")),
+            "bool" => Value::Bool(matches!(
+                v,
+                "true" | "True" | "TRUE" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "y" | "Y"
+            )),
             "int" | "float" => match resolve_plain(v) {
-                Value::String(_) => return Err(yaml_err(format!("cannot decode !!{} `{v}`", t.suffix()))),
+                Value::String(_) => {
+                    return Err(yaml_err(format!("cannot decode !!{} `{v}`", t.suffix())));
+                }
                 x => x,
             },
             "binary" => Value::str(v),
@@ -1060,10 +1099,16 @@ fn resolve_scalar(v: &str, style: granit_parser::ScalarStyle, tag: Option<&grani
 fn resolve_plain(v: &str) -> Value {
     match v {
         "" | "~" | "null" | "Null" | "NULL" => return Value::Nil,
-        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => return Value::Bool(true),
-        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => return Value::Bool(false),
+        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
+            return Value::Bool(true);
+        }
+        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+            return Value::Bool(false);
+        }
         ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Value::Float(f64::INFINITY),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Value::Float(f64::INFINITY);
+        }
         "-.inf" | "-.Inf" | "-.INF" => return Value::Float(f64::NEG_INFINITY),
         _ => {}
     }

@@ -121,7 +121,11 @@ fn golden_parity_with_helm() {
     let mut failures = Vec::new();
     let mut count = 0;
     for dir in &dirs {
-        let name = dir.file_name().unwrap_or_default().to_string_lossy().to_string();
+        let name = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
         if only.as_ref().is_some_and(|o| *o != name) {
             continue;
         }
@@ -129,12 +133,17 @@ fn golden_parity_with_helm() {
         let expected = std::fs::read_to_string(dir.join("expected.txt")).expect("expected.txt");
         let got = render_case(dir);
         let (e, g) = if expected.starts_with("Error: ") {
-            (expected.lines().next().unwrap_or("").to_string(), got.lines().next().unwrap_or("").to_string())
+            (
+                expected.lines().next().unwrap_or("").to_string(),
+                got.lines().next().unwrap_or("").to_string(),
+            )
         } else {
             (expected.trim_end().to_string(), got.trim_end().to_string())
         };
         if e != g {
-            failures.push(format!("=== {name}\n--- expected (helm)\n{e}\n--- got (gotmpl)\n{g}\n"));
+            failures.push(format!(
+                "=== {name}\n--- expected (helm)\n{e}\n--- got (gotmpl)\n{g}\n"
+            ));
         }
     }
     println!("golden cases: {count}, failures: {}", failures.len());
