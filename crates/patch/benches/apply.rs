@@ -109,6 +109,33 @@ fn main() {
         "  three_way (kubectl apply patch)                                median {:>9.1} µs/op",
         r / 1000.0
     );
+    // Worst case for list merging: long merge lists (hostile or unusual input).
+    let many_env = |n: usize, off: usize| -> Value {
+        let env: Vec<Value> = (0..n)
+            .map(|i| json!({"name": format!("V{}", i + off), "value": "x"}))
+            .collect();
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "env": env}]}}}})
+    };
+    let big = many_env(2000, 0);
+    let big_patch = many_env(2000, 1000);
+    let t = Instant::now();
+    let _ = black_box(strategic::apply(&big, &big_patch, schema));
+    println!(
+        "  apply (2000 env vars merged with 2000, 1000 new)              single  {:>9.1} µs",
+        t.elapsed().as_nanos() as f64 / 1000.0
+    );
+    let fins: Vec<String> = (0..5000).map(|i| format!("f/{i}")).collect();
+    let fins2: Vec<String> = (2500..7500).map(|i| format!("f/{i}")).collect();
+    let t = Instant::now();
+    let _ = black_box(strategic::apply(
+        &json!({"metadata": {"finalizers": fins}}),
+        &json!({"metadata": {"finalizers": fins2}}),
+        schema,
+    ));
+    println!(
+        "  apply (5000 finalizers union 5000)                             single  {:>9.1} µs",
+        t.elapsed().as_nanos() as f64 / 1000.0
+    );
     let r = median_ns(|| {
         black_box(live.clone());
     });

@@ -15,7 +15,8 @@ use serde_json::{Map, Value};
 
 use crate::PatchError;
 use crate::table::{KINDS, NO_TYPE, Shape, TYPES};
-use crate::value::{Path, json_eq, kind_name, same_kind, sort_string};
+use crate::value::{Path, Positions, ident_key, json_eq, kind_name, same_kind, sort_string};
+use std::collections::{HashMap, HashSet};
 
 const PATCH: &str = "$patch";
 const RETAIN_KEYS: &str = "$retainKeys";
@@ -345,7 +346,8 @@ fn merge_map(
             ));
         };
         if let Some(Value::Array(items)) = orig.get_mut(name) {
-            items.retain(|x| !remove.iter().any(|d| json_eq(d, x)));
+            let remove: HashSet<String> = remove.iter().map(ident_key).collect();
+            items.retain(|x| !remove.contains(&ident_key(x)));
         }
     }
     Ok(orig)
@@ -413,12 +415,13 @@ fn validate_order(
             }
         }
     }
+    let order_pos = Positions::build(order.iter().map(|o| ident_of(o, key)));
     let mut last: Option<usize> = None;
     for (i, item) in patch_list.iter().enumerate() {
         if item.get(PATCH).is_some() {
             continue;
         }
-        let Some(pos) = position_by_ident(order, item, key) else {
+        let Some(pos) = ident_of(item, key).and_then(|id| order_pos.first(id)) else {
             return Err(PatchError::ElementOrder {
                 path: dpath.to_string(),
                 reason: format!(
@@ -515,12 +518,6 @@ fn ident_of<'v>(v: &'v Value, key: Option<&str>) -> Option<&'v Value> {
     }
 }
 
-fn position_by_ident(list: &[Value], item: &Value, key: Option<&str>) -> Option<usize> {
-    let id = ident_of(item, key)?;
-    list.iter()
-        .position(|x| ident_of(x, key).is_some_and(|xi| json_eq(xi, id)))
-}
-
 /// Whether `candidate` conflicts with `item` on any of the list-map keys besides the merge key (both set,
 /// different values).
 fn conflicts_on_map_keys(candidate: &Value, item: &Map<String, Value>, f: Field) -> bool {
@@ -544,26 +541,25 @@ fn same_map_keys(candidate: &Value, item: &Map<String, Value>, f: Field) -> bool
     })
 }
 
-/// Finds the list item `item` merges into: the one with the same merge key value; when several share it,
-/// the first with identical list-map keys, else the first not conflicting on them, else the first.
+/// Finds the list item `item` merges into among `candidates` (the positions holding its merge key
+/// value, ascending): with one candidate that one; with several, the first with identical list-map keys,
+/// else the first not conflicting on them, else the first.
 fn find_match(
     list: &[Value],
+    candidates: &[usize],
     skip: Option<&[bool]>,
     item: &Map<String, Value>,
-    kv: &Value,
     f: Field,
 ) -> Option<usize> {
     let mut first = None;
     let mut count = 0;
     let mut exact = None;
     let mut compatible = None;
-    for (j, o) in list.iter().enumerate() {
+    for &j in candidates {
         if skip.is_some_and(|s| s.get(j).copied().unwrap_or(false)) {
             continue;
         }
-        if !o.get(f.merge_key).is_some_and(|v| json_eq(v, kv)) {
-            continue;
-        }
+        let Some(o) = list.get(j) else { continue };
         count += 1;
         first.get_or_insert(j);
         if exact.is_none() && same_map_keys(o, item, f) {
@@ -584,13 +580,10 @@ fn find_match(
 /// name, one port over TCP and UDP) but a merge by key cannot reproduce them reliably, so diffs send
 /// them whole.
 fn has_ambiguous_items(list: &[Value], f: Field) -> bool {
-    list.iter().enumerate().any(|(i, a)| {
-        a.get(f.merge_key).is_some_and(|x| {
-            list.iter()
-                .skip(i + 1)
-                .any(|b| b.get(f.merge_key).is_some_and(|y| json_eq(x, y)))
-        })
-    })
+    let mut seen = HashSet::with_capacity(list.len());
+    list.iter()
+        .filter_map(|a| a.get(f.merge_key))
+        .any(|k| !seen.insert(ident_key(k)))
 }
 
 fn merge_list(
@@ -606,10 +599,11 @@ fn merge_list(
     }
     match element_kind(&orig, patch, path)? {
         ElemKind::Scalar => {
-            let server = orig.clone();
+            let server = Positions::build(orig.iter().map(Some));
+            let mut seen = HashSet::with_capacity(orig.len() + patch.len());
             let mut merged: Vec<Value> = Vec::with_capacity(orig.len() + patch.len());
             for v in orig.into_iter().chain(patch.iter().cloned()) {
-                if !merged.iter().any(|m| json_eq(m, &v)) {
+                if seen.insert(ident_key(&v)) {
                     merged.push(v);
                 }
             }
@@ -630,6 +624,7 @@ fn merge_list(
             let key = f.merge_key;
             let mut orig = orig;
             let mut plain: Vec<(usize, &Map<String, Value>)> = Vec::with_capacity(patch.len());
+            let mut deletes: HashMap<String, Vec<&Map<String, Value>>> = HashMap::new();
             let mut replace = false;
             for (i, item) in patch.iter().enumerate() {
                 let Value::Object(m) = item else { continue };
@@ -644,10 +639,7 @@ fn merge_list(
                                     key: key.to_string(),
                                 });
                             };
-                            orig.retain(|o| {
-                                let same_key = o.get(key).is_some_and(|v| json_eq(v, kv));
-                                !same_key || conflicts_on_map_keys(o, m, f)
-                            });
+                            deletes.entry(ident_key(kv)).or_default().push(m);
                         }
                         Some("replace") => replace = true,
                         _ => {
@@ -659,6 +651,14 @@ fn merge_list(
                     },
                 }
             }
+            if !deletes.is_empty() {
+                orig.retain(|o| {
+                    let Some(ds) = o.get(key).and_then(|kv| deletes.get(&ident_key(kv))) else {
+                        return true;
+                    };
+                    ds.iter().all(|d| conflicts_on_map_keys(o, d, f))
+                });
+            }
             if replace {
                 let items = plain
                     .iter()
@@ -668,10 +668,7 @@ fn merge_list(
                     .collect::<Result<Vec<_>, _>>()?;
                 // Like upstream, the replacement list is then ordered by each key's first position,
                 // which groups items sharing a merge key value.
-                let server: Vec<Value> = items
-                    .iter()
-                    .map(|v| v.get(key).cloned().unwrap_or(Value::Null))
-                    .collect();
+                let server = Positions::build(items.iter().map(|v| v.get(key)));
                 return Ok(normalize_order(
                     items,
                     order.unwrap_or(&[]),
@@ -679,10 +676,8 @@ fn merge_list(
                     Some(key),
                 ));
             }
-            let server: Vec<Value> = orig
-                .iter()
-                .map(|v| v.get(key).cloned().unwrap_or(Value::Null))
-                .collect();
+            let server = Positions::build(orig.iter().map(|v| v.get(key)));
+            let mut current = Positions::build(orig.iter().map(|v| v.get(key)));
             for (i, m) in plain {
                 let ipath = path.index(i);
                 let Some(kv) = m.get(key) else {
@@ -691,7 +686,7 @@ fn merge_list(
                         key: key.to_string(),
                     });
                 };
-                match find_match(&orig, None, m, kv, f) {
+                match find_match(&orig, current.all(kv), None, m, f) {
                     Some(j) => {
                         let slot = orig.get_mut(j).map(std::mem::take);
                         let merged = match slot {
@@ -702,7 +697,10 @@ fn merge_list(
                             *s = Value::Object(merged);
                         }
                     }
-                    None => orig.push(Value::Object(merge_map(Map::new(), m, f.sub, &ipath)?)),
+                    None => {
+                        current.push(kv, orig.len());
+                        orig.push(Value::Object(merge_map(Map::new(), m, f.sub, &ipath)?));
+                    }
                 }
             }
             Ok(normalize_order(
@@ -717,22 +715,20 @@ fn merge_list(
 
 /// Orders a merged list like kube-apiserver: items named by the patch (or its `$setElementOrder`) follow
 /// that order, the other (server-only) items keep their live order, and the two sequences interleave by
-/// their live positions. `server` holds the live list's identities (merge key values, or the values).
+/// their live positions. `server` indexes the live list's identities (merge key values, or the values).
 fn normalize_order(
     merged: Vec<Value>,
     order: &[Value],
-    server: &[Value],
+    server: &Positions,
     key: Option<&str>,
 ) -> Vec<Value> {
-    let server_pos = |v: &Value| -> Option<usize> {
-        let id = ident_of(v, key)?;
-        server.iter().position(|s| json_eq(s, id))
-    };
+    let order_pos = Positions::build(order.iter().map(|o| ident_of(o, key)));
     let mut patch_items: Vec<(usize, Option<usize>, Value)> = Vec::new();
     let mut server_only: Vec<(usize, Option<usize>, Value)> = Vec::new();
     for v in merged {
-        let sp = server_pos(&v);
-        match position_by_ident(order, &v, key) {
+        let id = ident_of(&v, key);
+        let sp = id.and_then(|id| server.first(id));
+        match id.and_then(|id| order_pos.first(id)) {
             Some(p) => patch_items.push((p, sp, v)),
             None => server_only.push((sp.unwrap_or(usize::MAX), sp, v)),
         }
@@ -930,6 +926,7 @@ fn diff_lists(
                 }
                 return Ok((replace_list(modi), Vec::new(), Vec::new()));
             }
+            let orig_pos = Positions::build(orig_keys.iter().map(|k| Some(*k)));
             let mut used = vec![false; orig.len()];
             let mut patch_list = Vec::new();
             for (i, mitem) in modi.iter().enumerate() {
@@ -940,7 +937,7 @@ fn diff_lists(
                         key: key.to_string(),
                     });
                 };
-                match find_match(orig, Some(&used), mm, kv, f) {
+                match find_match(orig, orig_pos.all(kv), Some(&used), mm, f) {
                     Some(j) => {
                         if let Some(u) = used.get_mut(j) {
                             *u = true;
@@ -1000,18 +997,24 @@ fn diff_lists(
             Ok((patch_list, Vec::new(), order))
         }
         ElemKind::Scalar => {
+            let in_orig: HashSet<String> = orig.iter().map(ident_key).collect();
+            let in_modi: HashSet<String> = modi.iter().map(ident_key).collect();
             let mut adds = Vec::new();
             if !opts.ignore_changes {
+                let mut seen = HashSet::new();
                 for m in modi {
-                    if !orig.iter().any(|o| json_eq(o, m)) && !adds.iter().any(|a| json_eq(a, m)) {
+                    let k = ident_key(m);
+                    if !in_orig.contains(&k) && seen.insert(k) {
                         adds.push(m.clone());
                     }
                 }
             }
             let mut dels: Vec<Value> = Vec::new();
             if !opts.ignore_deletions {
+                let mut seen = HashSet::new();
                 for o in orig {
-                    if !modi.iter().any(|m| json_eq(o, m)) && !dels.iter().any(|d| json_eq(d, o)) {
+                    let k = ident_key(o);
+                    if !in_modi.contains(&k) && seen.insert(k) {
                         dels.push(o.clone());
                     }
                 }
@@ -1135,6 +1138,7 @@ fn align_with_element_order(patch: &mut Map<String, Value>, schema: Schema) {
             Some(Value::Array(o)) => o.clone(),
             _ => continue,
         };
+        let order_pos = Positions::build(order.iter().map(|o| ident_of(o, key)));
         if let Some(Value::Array(list)) = patch.get_mut(&name) {
             let mut items: Vec<(usize, Value)> = std::mem::take(list)
                 .into_iter()
@@ -1142,7 +1146,9 @@ fn align_with_element_order(patch: &mut Map<String, Value>, schema: Schema) {
                     let pos = if v.get(PATCH).is_some() {
                         usize::MAX
                     } else {
-                        position_by_ident(&order, &v, key).unwrap_or(usize::MAX)
+                        ident_of(&v, key)
+                            .and_then(|id| order_pos.first(id))
+                            .unwrap_or(usize::MAX)
                     };
                     (pos, v)
                 })
@@ -1172,10 +1178,11 @@ fn merge_patch_lists(
     }
     match element_kind(&base, over, path)? {
         ElemKind::Scalar => {
-            let server = base.clone();
+            let server = Positions::build(base.iter().map(Some));
+            let mut seen: HashSet<String> = base.iter().map(ident_key).collect();
             let mut merged = base;
             for v in over {
-                if !merged.iter().any(|m| json_eq(m, v)) {
+                if seen.insert(ident_key(v)) {
                     merged.push(v.clone());
                 }
             }
@@ -1186,16 +1193,14 @@ fn merge_patch_lists(
             if key.is_empty() {
                 return Ok(over.to_vec());
             }
-            let server: Vec<Value> = base
-                .iter()
-                .map(|v| v.get(key).cloned().unwrap_or(Value::Null))
-                .collect();
+            let server = Positions::build(base.iter().map(|v| v.get(key)));
+            let mut current = Positions::build(base.iter().map(|v| v.get(key)));
             let mut merged = base;
             for (i, item) in over.iter().enumerate() {
                 let Value::Object(om) = item else { continue };
                 let found = om
                     .get(key)
-                    .and_then(|kv| find_match(&merged, None, om, kv, f));
+                    .and_then(|kv| find_match(&merged, current.all(kv), None, om, f));
                 match found.and_then(|j| merged.get_mut(j)) {
                     Some(slot) => {
                         let new = match std::mem::take(slot) {
@@ -1206,7 +1211,12 @@ fn merge_patch_lists(
                         };
                         *slot = new;
                     }
-                    None => merged.push(item.clone()),
+                    None => {
+                        if let Some(kv) = om.get(key) {
+                            current.push(kv, merged.len());
+                        }
+                        merged.push(item.clone());
+                    }
                 }
             }
             Ok(normalize_order(merged, over, &server, Some(key)))

@@ -2,8 +2,9 @@
 
 use serde_json::Value;
 
-/// Deepest nesting any patch operation recurses into; deeper input is rejected instead of risking the stack.
-pub(crate) const MAX_DEPTH: usize = 256;
+/// Deepest nesting any patch operation recurses into; deeper input is rejected instead of risking the
+/// stack. serde_json refuses to parse deeper documents anyway (its recursion limit is 128).
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// One step of a JSON path, kept on the stack while recursing and rendered only when an error is built.
 #[derive(Clone, Copy)]
@@ -129,5 +130,70 @@ pub(crate) fn sort_string(v: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Null => "<nil>".to_string(),
         other => other.to_string(),
+    }
+}
+
+/// Hashable identity of a JSON value, equal for values [`json_eq`] calls equal (numbers by value), so
+/// list merges index items instead of comparing every pair.
+pub(crate) fn ident_key(v: &Value) -> String {
+    match v {
+        Value::Null => "n".to_string(),
+        Value::Bool(b) => format!("b:{b}"),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) => format!("d:{f}"),
+            None => format!("d:{n}"),
+        },
+        Value::String(s) => {
+            let mut k = String::with_capacity(s.len() + 2);
+            k.push_str("s:");
+            k.push_str(s);
+            k
+        }
+        Value::Array(a) => {
+            let parts: Vec<String> = a.iter().map(ident_key).collect();
+            format!("a:[{}]", parts.join(","))
+        }
+        Value::Object(m) => {
+            let mut parts: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k:?}={}", ident_key(v)))
+                .collect();
+            parts.sort();
+            format!("o:{{{}}}", parts.join(","))
+        }
+    }
+}
+
+/// Positions of values in a list, by identity.
+#[derive(Default)]
+pub(crate) struct Positions {
+    map: std::collections::HashMap<String, Vec<usize>>,
+}
+
+impl Positions {
+    /// Indexes `items`; `None` entries (items without an identity) are skipped.
+    pub(crate) fn build<'a>(items: impl Iterator<Item = Option<&'a Value>>) -> Positions {
+        let mut p = Positions::default();
+        for (i, v) in items.enumerate() {
+            if let Some(v) = v {
+                p.push(v, i);
+            }
+        }
+        p
+    }
+
+    /// Records that position `pos` holds `v`.
+    pub(crate) fn push(&mut self, v: &Value, pos: usize) {
+        self.map.entry(ident_key(v)).or_default().push(pos);
+    }
+
+    /// All positions holding `v`, ascending.
+    pub(crate) fn all(&self, v: &Value) -> &[usize] {
+        self.map.get(&ident_key(v)).map_or(&[], Vec::as_slice)
+    }
+
+    /// The first position holding `v`.
+    pub(crate) fn first(&self, v: &Value) -> Option<usize> {
+        self.all(v).first().copied()
     }
 }

@@ -6,7 +6,7 @@ mod common;
 use common::objects::*;
 use fleet_patch::strategic::{self, Schema};
 use proptest::prelude::*;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// Case count: `PROPTEST_CASES` when set (for long soak runs), else the given default.
 fn cases(default: u32) -> u32 {
@@ -152,23 +152,43 @@ proptest! {
     }
 }
 
-/// Deeply nested input is rejected with an error instead of overflowing the stack.
+/// Deeply nested input is rejected with an error instead of overflowing the stack, on a thread with
+/// tokio's default 2 MiB worker stack, even in debug builds (whose frames are largest).
 #[test]
 fn deep_nesting_is_an_error() {
-    let mut v = json!(1);
-    for _ in 0..1000 {
-        let mut m = Map::new();
-        m.insert("a".into(), v);
-        v = Value::Object(m);
-    }
-    let err = strategic::apply(&json!({}), &v, Schema::none()).expect_err("too deep");
-    assert!(err.to_string().contains("deeper than"), "{err}");
-    assert!(fleet_patch::merge::apply(&json!({}), &v).is_err());
-    // Dropping a deep serde_json value recurses too; unnest iteratively to stay within the stack.
-    let mut cur = v;
-    while let Value::Object(mut m) = cur {
-        cur = m.remove("a").unwrap_or(Value::Null);
-    }
+    let run = || {
+        // Alternate objects and merge lists (containers) so every recursive path is exercised.
+        let nest = |depth: usize| {
+            let mut v = json!(1);
+            for i in 0..depth {
+                v = if i % 2 == 0 {
+                    json!({"containers": [{"name": "x", "env": [{"name": "y", "value": v}]}]})
+                } else {
+                    json!({"spec": v})
+                };
+            }
+            v
+        };
+        let pod = schema("v1", "Pod");
+        for depth in [10, 40, 200] {
+            let v = nest(depth);
+            let w = nest(depth);
+            let _ = strategic::apply(&w, &v, pod);
+            let _ = strategic::apply(&json!({}), &v, Schema::none());
+            let _ = strategic::diff(&w, &v, pod);
+            let _ = strategic::diff(&json!({}), &v, pod);
+            let _ = strategic::three_way(Some(&w), &v, &w, pod);
+        }
+        let deep = nest(400);
+        let err = strategic::apply(&json!({}), &deep, Schema::none()).expect_err("too deep");
+        assert!(err.to_string().contains("deeper than"), "{err}");
+        assert!(fleet_patch::merge::apply(&json!({}), &deep).is_err());
+    };
+    let handle = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(run)
+        .expect("spawn");
+    assert!(handle.join().is_ok(), "deep input overflowed or panicked");
 }
 
 /// What kubectl apply of `new` over `live` (created from `old`) must leave: `new`, plus the defaults
