@@ -942,9 +942,19 @@ impl<'a> Composer<'a> {
         use granit_parser::Event;
         loop {
             match self.next()? {
-                Some(Event::Anchor(..)) => continue,
-                #[allow(unreachable_patterns)]
-                Some(ev) => return Ok(Some(ev)),
+                Some(
+                    ev @ (Event::Scalar(..)
+                    | Event::SequenceStart(..)
+                    | Event::MappingStart(..)
+                    | Event::Alias(..)
+                    | Event::SequenceEnd
+                    | Event::MappingEnd
+                    | Event::DocumentStart(..)
+                    | Event::DocumentEnd
+                    | Event::StreamEnd),
+                ) => return Ok(Some(ev)),
+                // anchors metadata, comments: presentation only
+                Some(_) => continue,
                 None => return Ok(None),
             }
         }

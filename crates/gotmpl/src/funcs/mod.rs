@@ -110,6 +110,16 @@ pub(crate) fn default_funcs() -> Arc<Map> {
             sprig::register(&mut m);
             helm::register(&mut m);
             builtins(&mut m);
+            // sprig's deprecated spellings
+            for (alias, target) in [
+                ("trimall", "trimAll"),
+                ("date_modify", "dateModify"),
+                ("must_date_modify", "mustDateModify"),
+            ] {
+                if let Some(f) = m.get(target).cloned() {
+                    m.insert(alias.to_string(), f);
+                }
+            }
             for name in [
                 "set",
                 "unset",
