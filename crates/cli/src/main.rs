@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod apply_cmd;
 mod bench;
 mod install_cmd;
 mod kustomize_cmd;
@@ -25,6 +26,8 @@ enum Command {
     Template(template_cmd::TemplateArgs),
     /// Build a kustomization like `kustomize build DIR`.
     Kustomize(kustomize_cmd::KustomizeArgs),
+    /// Build Bundles from directories; print them (`-o`) or apply them to a cluster.
+    Apply(apply_cmd::ApplyArgs),
     /// Print installation manifests (`fleet install crds`).
     Install(install_cmd::InstallArgs),
 }
@@ -41,5 +44,6 @@ fn main() -> anyhow::Result<()> {
         Command::Template(args) => template_cmd::run(args),
         Command::Kustomize(args) => kustomize_cmd::run(args),
         Command::Install(args) => install_cmd::run(args),
+        Command::Apply(args) => apply_cmd::run(args),
     }
 }

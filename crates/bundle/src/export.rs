@@ -1,0 +1,55 @@
+//! `fleet apply -o`: objects as YAML the way wrangler's `yaml.Export` writes them — apiVersion
+//! and kind set, metadata reduced to name/namespace/labels/annotations (without
+//! `kubectl.kubernetes.io/*`), no status, keys sorted, documents separated by `---`.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::read::BuiltBundle;
+
+/// Reduces an object to what `yaml.Export` keeps.
+pub fn export_value<T: Serialize>(obj: &T) -> Result<Value, serde_json::Error> {
+    let mut v = serde_json::to_value(obj)?;
+    if let Value::Object(m) = &mut v {
+        m.remove("status");
+        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+            meta.retain(|k, _| {
+                matches!(k.as_str(), "name" | "namespace" | "labels" | "annotations")
+            });
+            if let Some(Value::Object(a)) = meta.get_mut("annotations") {
+                a.retain(|k, _| !k.starts_with("kubectl.kubernetes.io/"));
+                if a.is_empty() {
+                    meta.remove("annotations");
+                }
+            }
+        }
+        if m.get("spec")
+            .is_some_and(|s| s.as_object().is_some_and(|o| o.is_empty()) || s.is_null())
+        {
+            m.remove("spec");
+        }
+    }
+    fleet_api::fleetyaml::sort_keys(&mut v);
+    Ok(v)
+}
+
+/// Renders values as a YAML stream.
+pub fn to_yaml_stream(values: &[Value]) -> Result<String, String> {
+    let mut docs = Vec::with_capacity(values.len());
+    for v in values {
+        docs.push(serde_saphyr::to_string(v).map_err(|e| e.to_string())?);
+    }
+    Ok(docs.join("---\n"))
+}
+
+/// Every bundle followed by its ImageScans, as `fleet apply -o -` prints them.
+pub fn export_bundles(bundles: &[BuiltBundle]) -> Result<String, String> {
+    let mut values = Vec::new();
+    for b in bundles {
+        values.push(export_value(&b.bundle).map_err(|e| e.to_string())?);
+        for s in &b.scans {
+            values.push(export_value(s).map_err(|e| e.to_string())?);
+        }
+    }
+    to_yaml_stream(&values)
+}
