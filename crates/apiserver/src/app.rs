@@ -77,7 +77,8 @@ pub struct ApiServer {
 }
 
 /// Namespaces that exist from the start, as in every Kubernetes cluster.
-pub const SYSTEM_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+pub const SYSTEM_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 impl ApiServer {
     /// Opens the store, bootstraps default/kube-system/kube-public (stable uid: created once,
@@ -126,17 +127,25 @@ impl ApiServer {
             }
         }
         // Re-serve persisted CRDs.
-        let page = self
-            .inner
-            .store
-            .list("/apiextensions.k8s.io/customresourcedefinitions/", None, None, None, &|_, _| true)?;
+        let page = self.inner.store.list(
+            "/apiextensions.k8s.io/customresourcedefinitions/",
+            None,
+            None,
+            None,
+            &|_, _| true,
+        )?;
         for (_, obj) in page.items {
-            let Ok(v) = serde_json::from_slice::<Value>(&obj.json) else { continue };
+            let Ok(v) = serde_json::from_slice::<Value>(&obj.json) else {
+                continue;
+            };
             if v.pointer("/metadata/deletionTimestamp").is_some() {
                 continue;
             }
             if let Ok(infos) = crate::crd::infos_from_crd(&v) {
-                let name = v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+                let name = v
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 self.inner.registry.set_crd(name, infos);
             }
         }
@@ -151,7 +160,9 @@ impl ApiServer {
 
     /// Stops background work and closes the store (ends every watch). Requests after this fail.
     pub fn shutdown(&self) {
-        self.inner.gc_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.inner
+            .gc_stop
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.inner.gc_kick.notify_one();
         self.inner.store.close();
     }

@@ -38,7 +38,12 @@ pub fn routes() -> Router<ApiServer> {
 
 async fn version(State(srv): State<ApiServer>) -> Response {
     let gv = srv.inner.cfg.git_version.clone();
-    let minor = gv.trim_start_matches('v').split('.').nth(1).unwrap_or("33").to_string();
+    let minor = gv
+        .trim_start_matches('v')
+        .split('.')
+        .nth(1)
+        .unwrap_or("33")
+        .to_string();
     js(json!({
         "major": "1",
         "minor": minor,
@@ -82,7 +87,12 @@ async fn api_groups(State(srv): State<ApiServer>) -> Response {
 
 /// `/apis/G`: one group.
 pub fn group(srv: &ApiServer, group: &str) -> ApiResult<Response> {
-    match srv.registry().groups().into_iter().find(|(g, _)| g == group && !g.is_empty()) {
+    match srv
+        .registry()
+        .groups()
+        .into_iter()
+        .find(|(g, _)| g == group && !g.is_empty())
+    {
         Some((g, vs)) => {
             let mut v = group_json(&g, &vs);
             v["kind"] = json!("APIGroup");
@@ -93,7 +103,16 @@ pub fn group(srv: &ApiServer, group: &str) -> ApiResult<Response> {
     }
 }
 
-const VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 fn resource_entries(info: &ResourceInfo) -> Vec<Value> {
     let mut main = json!({
@@ -126,19 +145,32 @@ fn resource_entries(info: &ResourceInfo) -> Vec<Value> {
 pub fn group_version(srv: &ApiServer, group: &str, version: &str) -> ApiResult<Response> {
     let infos = srv.registry().resources(group, version);
     if infos.is_empty() {
-        let p = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+        let p = if group.is_empty() {
+            format!("/api/{version}")
+        } else {
+            format!("/apis/{group}/{version}")
+        };
         return Err(ApiError::path_not_found(&p));
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
     let resources: Vec<Value> = infos.iter().flat_map(|i| resource_entries(i)).collect();
-    Ok(js(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources})))
+    Ok(js(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    ))
 }
 
 /// kubectl validates with OpenAPI v2 and only needs a well-formed document: an empty protobuf
 /// body (a valid empty gnostic Document) makes it skip validation of unknown kinds. JSON callers
 /// get a minimal Swagger document.
 async fn openapi_v2(headers: HeaderMap) -> Response {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     if accept.contains("protobuf") {
         let mut r = (StatusCode::OK, Bytes::new()).into_response();
         r.headers_mut().insert(
@@ -147,20 +179,31 @@ async fn openapi_v2(headers: HeaderMap) -> Response {
         );
         return r;
     }
-    js(json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.33.0"}, "paths": {}, "definitions": {}}))
+    js(
+        json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.33.0"}, "paths": {}, "definitions": {}}),
+    )
 }
 
 const CHECKS: [&str; 4] = ["ping", "log", "etcd", "poststarthook/crd-informer-synced"];
 
 fn text(code: StatusCode, body: String) -> Response {
     let mut r = (code, body).into_response();
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-    r.headers_mut().insert("X-Content-Type-Options", HeaderValue::from_static("nosniff"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r.headers_mut().insert(
+        "X-Content-Type-Options",
+        HeaderValue::from_static("nosniff"),
+    );
     r
 }
 
 async fn health(uri: axum::http::Uri, RawQuery(q): RawQuery) -> Response {
-    let verbose = q.as_deref().is_some_and(|q| q.split('&').any(|p| p == "verbose" || p.starts_with("verbose=")));
+    let verbose = q.as_deref().is_some_and(|q| {
+        q.split('&')
+            .any(|p| p == "verbose" || p.starts_with("verbose="))
+    });
     if !verbose {
         return text(StatusCode::OK, "ok".into());
     }
@@ -174,9 +217,15 @@ async fn health(uri: axum::http::Uri, RawQuery(q): RawQuery) -> Response {
 }
 
 async fn health_check(axum::extract::Path(check): axum::extract::Path<String>) -> Response {
-    if CHECKS.iter().any(|c| c.rsplit('/').next() == Some(check.as_str()) || *c == check) {
+    if CHECKS
+        .iter()
+        .any(|c| c.rsplit('/').next() == Some(check.as_str()) || *c == check)
+    {
         text(StatusCode::OK, "ok".into())
     } else {
-        text(StatusCode::NOT_FOUND, format!("404 page not found: no health check {check:?}\n"))
+        text(
+            StatusCode::NOT_FOUND,
+            format!("404 page not found: no health check {check:?}\n"),
+        )
     }
 }

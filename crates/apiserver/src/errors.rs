@@ -22,11 +22,19 @@ pub struct Cause {
 impl Cause {
     /// A `FieldValueInvalid` cause: the most common validation failure.
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Cause {
-        Cause { field: field.into(), reason: "FieldValueInvalid", message: message.into() }
+        Cause {
+            field: field.into(),
+            reason: "FieldValueInvalid",
+            message: message.into(),
+        }
     }
     /// A `FieldValueRequired` cause for a missing mandatory field.
     pub fn required(field: impl Into<String>) -> Cause {
-        Cause { field: field.into(), reason: "FieldValueRequired", message: "Required value".into() }
+        Cause {
+            field: field.into(),
+            reason: "FieldValueRequired",
+            message: "Required value".into(),
+        }
     }
 }
 
@@ -39,7 +47,14 @@ pub struct ApiError {
     pub reason: &'static str,
     /// `Status.message`.
     pub message: String,
-    /// `details.name`, `details.group`, `details.kind`.
+    /// `Status.details`, boxed to keep `Result<_, ApiError>` small on the hot path.
+    pub details: Option<Box<Details>>,
+}
+
+/// `Status.details`: which object the error is about and the field-level causes.
+#[derive(Clone, Debug, Default)]
+pub struct Details {
+    /// `details.name`.
     pub name: Option<String>,
     /// API group of the object concerned (`""` for core).
     pub group: Option<String>,
@@ -59,32 +74,42 @@ impl ApiError {
             code,
             reason,
             message: message.into(),
-            name: None,
-            group: None,
-            kind: None,
-            causes: Vec::new(),
+            details: None,
         }
     }
     /// Attaches `details` (name, group, resource) like kube-apiserver does for object errors.
     pub fn with_details(mut self, group: &str, resource: &str, name: &str) -> ApiError {
-        self.group = Some(group.to_string());
-        self.kind = Some(resource.to_string());
-        self.name = Some(name.to_string());
+        let d = self.details.get_or_insert_with(Default::default);
+        d.group = Some(group.to_string());
+        d.kind = Some(resource.to_string());
+        d.name = Some(name.to_string());
         self
     }
     /// 404 for a named object: message `<resource>.<group> "<name>" not found`.
     pub fn not_found(group: &str, resource: &str, name: &str) -> ApiError {
-        ApiError::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, resource)))
-            .with_details(group, resource, name)
+        ApiError::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
     }
     /// 404 for a path that names no resource at all.
     pub fn path_not_found(path: &str) -> ApiError {
-        ApiError::new(404, "NotFound", format!("the server could not find the requested resource ({path})"))
+        ApiError::new(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource ({path})"),
+        )
     }
     /// 409 AlreadyExists for a create of an existing name.
     pub fn already_exists(group: &str, resource: &str, name: &str) -> ApiError {
-        ApiError::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(group, resource)))
-            .with_details(group, resource, name)
+        ApiError::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
     }
     /// 409 Conflict for a stale resourceVersion.
     pub fn conflict(group: &str, resource: &str, name: &str) -> ApiError {
@@ -100,7 +125,10 @@ impl ApiError {
     }
     /// 422 Invalid listing every field problem, message formatted like kube-apiserver's.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> ApiError {
-        let list: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        let list: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
         let what = qualified(group, kind);
         let msg = if list.len() == 1 {
             format!("{what} \"{name}\" is invalid: {}", list.join(", "))
@@ -108,10 +136,12 @@ impl ApiError {
             format!("{what} \"{name}\" is invalid: [{}]", list.join(", "))
         };
         let mut e = ApiError::new(422, "Invalid", msg);
-        e.group = Some(group.to_string());
-        e.kind = Some(kind.to_string());
-        e.name = Some(name.to_string());
-        e.causes = causes;
+        e.details = Some(Box::new(Details {
+            name: Some(name.to_string()),
+            group: Some(group.to_string()),
+            kind: Some(kind.to_string()),
+            causes,
+        }));
         e
     }
     /// 400 BadRequest (malformed body, bad selector, bad query parameter).
@@ -124,11 +154,21 @@ impl ApiError {
     }
     /// 415 UnsupportedMediaType for a body/patch type the endpoint does not accept.
     pub fn unsupported_media_type(content_type: &str) -> ApiError {
-        ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {content_type:?})"))
+        ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {content_type:?})"
+            ),
+        )
     }
     /// 413 RequestEntityTooLarge for bodies over the limit.
     pub fn too_large(limit: usize) -> ApiError {
-        ApiError::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}"))
+        ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
     }
     /// 410 Expired/Gone for a compacted resourceVersion.
     pub fn gone(message: impl Into<String>) -> ApiError {
@@ -153,12 +193,12 @@ impl ApiError {
             StoreError::AlreadyExists(_) => ApiError::already_exists(group, resource, name),
             StoreError::NotFound(_) => ApiError::not_found(group, resource, name),
             StoreError::Conflict { .. } => ApiError::conflict(group, resource, name),
-            StoreError::Compacted { requested, oldest } => ApiError::gone(format!(
-                "too old resource version: {requested} ({oldest})"
-            )),
-            StoreError::FutureRevision(r) => ApiError::timeout(format!(
-                "Too large resource version: {r}, current: unknown"
-            )),
+            StoreError::Compacted { requested, oldest } => {
+                ApiError::gone(format!("too old resource version: {requested} ({oldest})"))
+            }
+            StoreError::FutureRevision(r) => {
+                ApiError::timeout(format!("Too large resource version: {r}, current: unknown"))
+            }
             StoreError::Internal(m) => ApiError::internal(m),
         }
     }
@@ -166,17 +206,19 @@ impl ApiError {
     /// The `Status` object as JSON.
     pub fn to_status(&self) -> Value {
         let mut details = serde_json::Map::new();
-        if let Some(n) = &self.name {
+        let empty = Details::default();
+        let d = self.details.as_deref().unwrap_or(&empty);
+        if let Some(n) = &d.name {
             details.insert("name".into(), json!(n));
         }
-        if let Some(g) = &self.group {
+        if let Some(g) = &d.group {
             details.insert("group".into(), json!(g));
         }
-        if let Some(k) = &self.kind {
+        if let Some(k) = &d.kind {
             details.insert("kind".into(), json!(k));
         }
-        if !self.causes.is_empty() {
-            let causes: Vec<Value> = self
+        if !d.causes.is_empty() {
+            let causes: Vec<Value> = d
                 .causes
                 .iter()
                 .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
@@ -212,14 +254,20 @@ impl IntoResponse for ApiError {
         let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut resp = (code, body).into_response();
-        resp.headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         resp
     }
 }
 
 fn qualified(group: &str, resource: &str) -> String {
-    if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
 }
 
 #[cfg(test)]
@@ -241,11 +289,19 @@ mod tests {
             "",
             "ConfigMap",
             "x",
-            vec![Cause::invalid("metadata.name", "bad"), Cause::required("data")],
+            vec![
+                Cause::invalid("metadata.name", "bad"),
+                Cause::required("data"),
+            ],
         )
         .to_status();
         assert_eq!(s["code"], 422);
         assert_eq!(s["details"]["causes"].as_array().map(|a| a.len()), Some(2));
-        assert!(s["message"].as_str().unwrap_or("").contains("metadata.name: bad"));
+        assert!(
+            s["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("metadata.name: bad")
+        );
     }
 }

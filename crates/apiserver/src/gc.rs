@@ -45,7 +45,9 @@ struct MetaOnly {
 }
 
 fn meta_of(obj: &Obj) -> Meta {
-    serde_json::from_slice::<MetaOnly>(&obj.json).map(|m| m.metadata).unwrap_or_default()
+    serde_json::from_slice::<MetaOnly>(&obj.json)
+        .map(|m| m.metadata)
+        .unwrap_or_default()
 }
 
 #[derive(Default)]
@@ -61,10 +63,10 @@ struct Index {
 
 impl Index {
     fn remove(&mut self, key: &Arc<str>) {
-        if let Some(uid) = self.key_to_uid.remove(key) {
-            if self.uid_to_key.get(&uid) == Some(key) {
-                self.uid_to_key.remove(&uid);
-            }
+        if let Some(uid) = self.key_to_uid.remove(key)
+            && self.uid_to_key.get(&uid) == Some(key)
+        {
+            self.uid_to_key.remove(&uid);
         }
         if let Some(owners) = self.owners_of.remove(key) {
             for o in owners {
@@ -87,7 +89,10 @@ impl Index {
         if !m.owner_references.is_empty() {
             let owners: Vec<String> = m.owner_references.iter().map(|o| o.uid.clone()).collect();
             for o in &owners {
-                self.dependents.entry(o.clone()).or_default().insert(key.clone());
+                self.dependents
+                    .entry(o.clone())
+                    .or_default()
+                    .insert(key.clone());
             }
             // Dangling owners (all gone): the dependent must be collected.
             if owners.iter().all(|o| !self.uid_to_key.contains_key(o)) {
@@ -95,7 +100,10 @@ impl Index {
             }
             self.owners_of.insert(key.clone(), owners);
         }
-        let gc_fin = m.finalizers.iter().any(|f| f == FOREGROUND || f == ORPHAN || f == CRD_CLEANUP);
+        let gc_fin = m
+            .finalizers
+            .iter()
+            .any(|f| f == FOREGROUND || f == ORPHAN || f == CRD_CLEANUP);
         if m.deletion_timestamp.is_some() && (gc_fin || key.starts_with("/core/namespaces/")) {
             self.pending.insert(key);
         }
@@ -119,9 +127,16 @@ pub fn spawn(srv: ApiServer) {
 /// One life of the collector: index everything, then follow events until the watch ends.
 async fn run(srv: &ApiServer) -> Result<(), ()> {
     let mut idx = Index::default();
-    let page = srv.store().list("/", None, None, None, &|_, _| true).map_err(|_| ())?;
+    let page = srv
+        .store()
+        .list("/", None, None, None, &|_, _| true)
+        .map_err(|_| ())?;
     // uids first, so that owner existence is known before dependents are judged.
-    let metas: Vec<(Arc<str>, Meta)> = page.items.iter().map(|(k, o)| (k.clone(), meta_of(o))).collect();
+    let metas: Vec<(Arc<str>, Meta)> = page
+        .items
+        .iter()
+        .map(|(k, o)| (k.clone(), meta_of(o)))
+        .collect();
     for (k, m) in &metas {
         if !m.uid.is_empty() {
             idx.uid_to_key.insert(m.uid.clone(), k.clone());
@@ -133,7 +148,11 @@ async fn run(srv: &ApiServer) -> Result<(), ()> {
     let mut watch = srv.store().watch("/", page.rev).map_err(|_| ())?;
     loop {
         process(srv, &mut idx).await;
-        let retry = if idx.pending.is_empty() { Duration::from_secs(3600) } else { Duration::from_millis(250) };
+        let retry = if idx.pending.is_empty() {
+            Duration::from_secs(3600)
+        } else {
+            Duration::from_millis(250)
+        };
         tokio::select! {
             ev = watch.next() => {
                 let Some(ev) = ev else { return Err(()) };
@@ -180,7 +199,10 @@ fn apply_event(idx: &mut Index, kind: EventKind, key: Arc<str>, obj: &Obj) {
             let owners_before = idx.owners_of.get(&key).cloned().unwrap_or_default();
             idx.upsert(key.clone(), &m);
             // An owner in foreground deletion waits for its dependents: re-check it.
-            for o in owners_before.iter().chain(m.owner_references.iter().map(|r| &r.uid)) {
+            for o in owners_before
+                .iter()
+                .chain(m.owner_references.iter().map(|r| &r.uid))
+            {
                 if let Some(k) = idx.uid_to_key.get(o).cloned() {
                     idx.pending.insert(k);
                 }
@@ -195,7 +217,10 @@ fn info_for_key(srv: &ApiServer, key: &str) -> Option<Arc<ResourceInfo>> {
     let group = parts.next()?;
     let plural = parts.next()?;
     let group = if group == "core" { "" } else { group };
-    srv.registry().all().into_iter().find(|i| i.group == group && i.plural == plural)
+    srv.registry()
+        .all()
+        .into_iter()
+        .find(|i| i.group == group && i.plural == plural)
 }
 
 async fn process(srv: &ApiServer, idx: &mut Index) {
@@ -216,8 +241,12 @@ async fn process(srv: &ApiServer, idx: &mut Index) {
 
 /// Handles one pending object; `Ok(true)` when nothing is left to do for it.
 async fn handle(srv: &ApiServer, idx: &Index, key: &Arc<str>) -> ApiResult<bool> {
-    let Some(obj) = srv.store().get(key) else { return Ok(true) };
-    let Some(info) = info_for_key(srv, key) else { return Ok(true) };
+    let Some(obj) = srv.store().get(key) else {
+        return Ok(true);
+    };
+    let Some(info) = info_for_key(srv, key) else {
+        return Ok(true);
+    };
     let m = meta_of(&obj);
     let (ns, name) = split_key(key);
     let ns_opt = if info.namespaced { Some(ns) } else { None };
@@ -225,15 +254,23 @@ async fn handle(srv: &ApiServer, idx: &Index, key: &Arc<str>) -> ApiResult<bool>
     // A dependent whose owners are all gone is deleted (background propagation).
     if !m.owner_references.is_empty()
         && m.deletion_timestamp.is_none()
-        && m.owner_references.iter().all(|o| !idx.uid_to_key.contains_key(&o.uid))
+        && m.owner_references
+            .iter()
+            .all(|o| !idx.uid_to_key.contains_key(&o.uid))
     {
-        return delete_ignoring_missing(srv, &info, ns_opt, name, Propagation::Background).await.map(|_| true);
+        return delete_ignoring_missing(srv, &info, ns_opt, name, Propagation::Background)
+            .await
+            .map(|_| true);
     }
     if m.deletion_timestamp.is_none() {
         return Ok(true);
     }
     let mut done = true;
-    let deps: Vec<Arc<str>> = idx.dependents.get(&m.uid).map(|s| s.iter().cloned().collect()).unwrap_or_default();
+    let deps: Vec<Arc<str>> = idx
+        .dependents
+        .get(&m.uid)
+        .map(|s| s.iter().cloned().collect())
+        .unwrap_or_default();
     if m.finalizers.iter().any(|f| f == ORPHAN) {
         for d in &deps {
             remove_owner_ref(srv, d, &m.uid).await?;
@@ -260,15 +297,19 @@ async fn handle(srv: &ApiServer, idx: &Index, key: &Arc<str>) -> ApiResult<bool>
             done = false;
         }
     }
-    if info.builtin && info.group.is_empty() && info.kind == "Namespace" {
-        if !finalize_namespace(srv, name).await? {
-            done = false;
-        }
+    if info.builtin
+        && info.group.is_empty()
+        && info.kind == "Namespace"
+        && !finalize_namespace(srv, name).await?
+    {
+        done = false;
     }
-    if info.builtin && info.kind == "CustomResourceDefinition" && m.finalizers.iter().any(|f| f == CRD_CLEANUP) {
-        if !cleanup_crd(srv, &obj).await? {
-            done = false;
-        }
+    if info.builtin
+        && info.kind == "CustomResourceDefinition"
+        && m.finalizers.iter().any(|f| f == CRD_CLEANUP)
+        && !cleanup_crd(srv, &obj).await?
+    {
+        done = false;
     }
     Ok(done)
 }
@@ -280,7 +321,10 @@ async fn delete_ignoring_missing(
     name: &str,
     propagation: Propagation,
 ) -> ApiResult<()> {
-    let opts = DeleteOpts { propagation, ..DeleteOpts::default() };
+    let opts = DeleteOpts {
+        propagation,
+        ..DeleteOpts::default()
+    };
     match srv.delete(info, ns, name, &opts).await {
         Ok(_) => Ok(()),
         Err(e) if e.code == 404 => Ok(()),
@@ -288,7 +332,13 @@ async fn delete_ignoring_missing(
     }
 }
 
-async fn remove_finalizer(srv: &ApiServer, info: &ResourceInfo, ns: Option<&str>, name: &str, fin: &str) -> ApiResult<()> {
+async fn remove_finalizer(
+    srv: &ApiServer,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    name: &str,
+    fin: &str,
+) -> ApiResult<()> {
     let r = srv
         .guaranteed_update(info, ns, name, None, false, |cur| {
             let fins = crate::objects::finalizers(cur);
@@ -309,12 +359,17 @@ async fn remove_finalizer(srv: &ApiServer, info: &ResourceInfo, ns: Option<&str>
 }
 
 async fn remove_owner_ref(srv: &ApiServer, key: &str, owner_uid: &str) -> ApiResult<()> {
-    let Some(info) = info_for_key(srv, key) else { return Ok(()) };
+    let Some(info) = info_for_key(srv, key) else {
+        return Ok(());
+    };
     let (ns, name) = split_key(key);
     let ns = if info.namespaced { Some(ns) } else { None };
     let r = srv
         .guaranteed_update(&info, ns, name, None, false, |cur| {
-            let Some(refs) = cur.pointer("/metadata/ownerReferences").and_then(Value::as_array) else {
+            let Some(refs) = cur
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+            else {
                 return Ok(None);
             };
             let kept: Vec<Value> = refs
@@ -363,7 +418,9 @@ async fn finalize_namespace(srv: &ApiServer, ns: &str) -> ApiResult<bool> {
     if remaining > 0 {
         return Ok(false);
     }
-    let Some(ns_info) = srv.registry().lookup("", "v1", "namespaces") else { return Ok(true) };
+    let Some(ns_info) = srv.registry().lookup("", "v1", "namespaces") else {
+        return Ok(true);
+    };
     let r = srv
         .guaranteed_update(&ns_info, None, ns, Some("finalize"), false, |cur| {
             let fins: Vec<Value> = cur
@@ -390,10 +447,24 @@ async fn finalize_namespace(srv: &ApiServer, ns: &str) -> ApiResult<bool> {
 /// Deletes every instance of a deleted CRD, then lets the CRD go. `Ok(true)` when done.
 async fn cleanup_crd(srv: &ApiServer, crd: &Obj) -> ApiResult<bool> {
     let v: Value = serde_json::from_slice(&crd.json).unwrap_or(Value::Null);
-    let group = v.pointer("/spec/group").and_then(Value::as_str).unwrap_or("");
-    let plural = v.pointer("/spec/names/plural").and_then(Value::as_str).unwrap_or("");
-    let name = v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
-    let info = srv.registry().all().into_iter().find(|i| !i.builtin && i.group == group && i.plural == plural);
+    let group = v
+        .pointer("/spec/group")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let plural = v
+        .pointer("/spec/names/plural")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let name = v
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let info = srv
+        .registry()
+        .all()
+        .into_iter()
+        .find(|i| !i.builtin && i.group == group && i.plural == plural);
     let prefix = format!("/{group}/{plural}/");
     let page = srv
         .store()
@@ -413,7 +484,10 @@ async fn cleanup_crd(srv: &ApiServer, crd: &Obj) -> ApiResult<bool> {
             let _ = srv.store().delete(key, None).await;
         }
     }
-    let Some(crd_info) = srv.registry().lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
+    let Some(crd_info) =
+        srv.registry()
+            .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    else {
         return Ok(true);
     };
     remove_finalizer(srv, &crd_info, None, &name, CRD_CLEANUP).await?;

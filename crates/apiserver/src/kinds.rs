@@ -33,7 +33,9 @@ pub fn name_rule(info: &ResourceInfo) -> fn(&str) -> Result<(), String> {
 
 fn string_data_to_data(obj: &mut Value) {
     let Some(m) = obj.as_object_mut() else { return };
-    let Some(Value::Object(sd)) = m.remove("stringData") else { return };
+    let Some(Value::Object(sd)) = m.remove("stringData") else {
+        return;
+    };
     let data = m.entry("data").or_insert_with(|| Value::Object(Map::new()));
     if !data.is_object() {
         *data = Value::Object(Map::new());
@@ -44,7 +46,10 @@ fn string_data_to_data(obj: &mut Value) {
                 Value::String(s) => s,
                 other => other.to_string(),
             };
-            d.insert(k, json!(base64::engine::general_purpose::STANDARD.encode(s)));
+            d.insert(
+                k,
+                json!(base64::engine::general_purpose::STANDARD.encode(s)),
+            );
         }
     }
 }
@@ -52,14 +57,18 @@ fn string_data_to_data(obj: &mut Value) {
 /// Defaults and rewrites applied on create.
 pub fn prepare_create(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
     if is(info, "", "Namespace") {
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if let Some(m) = obj.as_object_mut() {
             m.insert("status".into(), json!({"phase": "Active"}));
             let spec = m.entry("spec").or_insert_with(|| json!({}));
-            if spec.get("finalizers").is_none() {
-                if let Some(s) = spec.as_object_mut() {
-                    s.insert("finalizers".into(), json!(["kubernetes"]));
-                }
+            if spec.get("finalizers").is_none()
+                && let Some(s) = spec.as_object_mut()
+            {
+                s.insert("finalizers".into(), json!(["kubernetes"]));
             }
         }
         set_ns_label(obj, &name);
@@ -73,10 +82,10 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
         crate::crd::set_status(obj);
         let m = meta_mut(obj);
         let fins = m.entry("finalizers").or_insert_with(|| json!([]));
-        if let Some(a) = fins.as_array_mut() {
-            if !a.iter().any(|f| f == CRD_CLEANUP) {
-                a.push(json!(CRD_CLEANUP));
-            }
+        if let Some(a) = fins.as_array_mut()
+            && !a.iter().any(|f| f == CRD_CLEANUP)
+        {
+            a.push(json!(CRD_CLEANUP));
         }
     }
     Ok(())
@@ -97,16 +106,30 @@ fn set_ns_label(obj: &mut Value, name: &str) {
 }
 
 fn check_crd(obj: &Value) -> ApiResult<()> {
-    crate::crd::infos_from_crd(obj).map(|_| ()).map_err(|causes| {
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
-        ApiError::invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, causes)
-    })
+    crate::crd::infos_from_crd(obj)
+        .map(|_| ())
+        .map_err(|causes| {
+            let name = obj
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            ApiError::invalid(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                name,
+                causes,
+            )
+        })
 }
 
 /// Rewrites applied on update (after immutable metadata has been restored).
 pub fn prepare_update(info: &ResourceInfo, _old: &Value, new: &mut Value) -> ApiResult<()> {
     if is(info, "", "Namespace") {
-        let name = new.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+        let name = new
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         set_ns_label(new, &name);
     } else if is(info, "", "Secret") {
         string_data_to_data(new);
@@ -127,11 +150,16 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
                     Some(m) => {
                         for (k, val) in m {
                             if !val.is_string() {
-                                causes.push(Cause::invalid(format!("{field}[{k}]"), "must be a string"));
+                                causes.push(Cause::invalid(
+                                    format!("{field}[{k}]"),
+                                    "must be a string",
+                                ));
                             }
                             let key_ok = !k.is_empty()
                                 && k.len() <= 253
-                                && k.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+                                && k.chars().all(|c| {
+                                    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
+                                });
                             if !key_ok {
                                 causes.push(Cause::invalid(
                                     field.to_string(),
@@ -140,7 +168,10 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
                             }
                         }
                     }
-                    None => causes.push(Cause::invalid(field.to_string(), "must be a map of strings")),
+                    None => causes.push(Cause::invalid(
+                        field.to_string(),
+                        "must be a map of strings",
+                    )),
                 }
             }
         }
@@ -160,12 +191,12 @@ pub fn blocks_deletion(info: &ResourceInfo, obj: &Value) -> bool {
 
 /// Changes made when an object is marked for deletion.
 pub fn on_delete_marked(info: &ResourceInfo, obj: &mut Value) {
-    if is(info, "", "Namespace") {
-        if let Some(m) = obj.as_object_mut() {
-            let st = m.entry("status").or_insert_with(|| json!({}));
-            if let Some(s) = st.as_object_mut() {
-                s.insert("phase".into(), json!("Terminating"));
-            }
+    if is(info, "", "Namespace")
+        && let Some(m) = obj.as_object_mut()
+    {
+        let st = m.entry("status").or_insert_with(|| json!({}));
+        if let Some(s) = st.as_object_mut() {
+            s.insert("phase".into(), json!("Terminating"));
         }
     }
 }
@@ -175,8 +206,13 @@ pub fn after_write(srv: &ApiServer, info: &ResourceInfo, obj: &Obj, deleted: boo
     if !is(info, "apiextensions.k8s.io", "CustomResourceDefinition") {
         return;
     }
-    let Ok(v) = serde_json::from_slice::<Value>(&obj.json) else { return };
-    let name = v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let Ok(v) = serde_json::from_slice::<Value>(&obj.json) else {
+        return;
+    };
+    let name = v
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if deleted {
         srv.registry().remove_crd(name);
     } else if let Ok(infos) = crate::crd::infos_from_crd(&v) {

@@ -5,14 +5,20 @@ use serde_json::{Map, Value};
 
 /// Current time as Kubernetes writes timestamps (RFC 3339, seconds, UTC).
 pub fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 /// A random 5-character suffix from kube-apiserver's alphabet (no vowels, no ambiguous digits).
 pub fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let bytes = uuid::Uuid::new_v4().into_bytes();
-    bytes.iter().take(5).map(|b| ALPHABET[(*b as usize) % ALPHABET.len()] as char).collect()
+    bytes
+        .iter()
+        .take(5)
+        .map(|b| ALPHABET[(*b as usize) % ALPHABET.len()] as char)
+        .collect()
 }
 
 /// `metadata` as a mutable map, created if absent or not an object.
@@ -20,8 +26,12 @@ pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj.is_object() {
         *obj = Value::Object(Map::new());
     }
-    let Value::Object(root) = obj else { unreachable!("just made an object") };
-    let m = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(root) = obj else {
+        unreachable!("just made an object")
+    };
+    let m = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
     if !m.is_object() {
         *m = Value::Object(Map::new());
     }
@@ -40,7 +50,12 @@ pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
 pub fn finalizers(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -50,7 +65,9 @@ pub fn spec_changed(old: &Value, new: &Value) -> bool {
         v.as_object()
             .map(|m| {
                 m.iter()
-                    .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+                    .filter(|(k, _)| {
+                        !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                    })
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect()
             })
@@ -95,7 +112,9 @@ pub fn set_path(obj: &mut Value, path: &str, value: Value) {
             m.insert(seg.to_string(), value);
             return;
         }
-        cur = m.entry(seg.to_string()).or_insert_with(|| Value::Object(Map::new()));
+        cur = m
+            .entry(seg.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
     }
 }
 

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 use crate::app::ApiServer;
 use crate::errors::{ApiError, ApiResult, Cause};
 use crate::kinds;
-use crate::objects::{finalizers, meta_mut, meta_str, now, random_suffix, same_object, spec_changed};
+use crate::objects::{
+    finalizers, meta_mut, meta_str, now, random_suffix, same_object, spec_changed,
+};
 use crate::registry::ResourceInfo;
 use crate::store::{Obj, Rev, StoreError};
 use crate::validation::validate_metadata;
@@ -66,24 +68,34 @@ pub struct DeleteOpts {
 
 impl Default for DeleteOpts {
     fn default() -> DeleteOpts {
-        DeleteOpts { propagation: Propagation::Background, uid: None, resource_version: None, dry_run: false }
+        DeleteOpts {
+            propagation: Propagation::Background,
+            uid: None,
+            resource_version: None,
+            dry_run: false,
+        }
     }
 }
 
 /// Parses a resourceVersion string; a malformed one is a 400.
 pub fn parse_rv(s: &str) -> ApiResult<Rev> {
-    s.parse::<Rev>()
-        .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {s:?}: must be an integer")))
+    s.parse::<Rev>().map_err(|_| {
+        ApiError::bad_request(format!("invalid resourceVersion {s:?}: must be an integer"))
+    })
 }
 
 fn decode(obj: &Obj) -> ApiResult<Value> {
-    serde_json::from_slice(&obj.json).map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))
+    serde_json::from_slice(&obj.json)
+        .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))
 }
 
 /// Checks `apiVersion`/`kind` of a body against the endpoint, filling them in when absent.
 pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
     let want_av = info.api_version();
-    let av = obj.get("apiVersion").and_then(Value::as_str).map(str::to_string);
+    let av = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let kind = obj.get("kind").and_then(Value::as_str).map(str::to_string);
     if let Some(av) = av.as_deref().filter(|s| !s.is_empty()) {
         // Any served version of the same group is accepted and converted (no schema changes
@@ -95,13 +107,13 @@ pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
             )));
         }
     }
-    if let Some(k) = kind.as_deref().filter(|s| !s.is_empty()) {
-        if k != info.kind {
-            return Err(ApiError::bad_request(format!(
-                "the kind in the data ({k}) does not match the expected kind ({})",
-                info.kind
-            )));
-        }
+    if let Some(k) = kind.as_deref().filter(|s| !s.is_empty())
+        && k != info.kind
+    {
+        return Err(ApiError::bad_request(format!(
+            "the kind in the data ({k}) does not match the expected kind ({})",
+            info.kind
+        )));
     }
     if let Some(m) = obj.as_object_mut() {
         m.insert("apiVersion".into(), json!(want_av));
@@ -146,7 +158,11 @@ impl ApiServer {
                 }
                 (Some(p), _) => p.to_string(),
                 (None, Some(b)) if !b.is_empty() => b.to_string(),
-                _ => return Err(ApiError::bad_request("a namespace is required to create a namespaced object")),
+                _ => {
+                    return Err(ApiError::bad_request(
+                        "a namespace is required to create a namespaced object",
+                    ));
+                }
             };
             Some(ns)
         } else {
@@ -170,23 +186,29 @@ impl ApiServer {
                     m.remove("namespace");
                 }
             }
-            for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+            for f in [
+                "resourceVersion",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "selfLink",
+            ] {
                 m.remove(f);
             }
             m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             m.insert("creationTimestamp".into(), json!(now()));
             m.insert("generation".into(), json!(1));
         }
-        let generate = meta_str(&obj, "generateName").map(str::to_string).filter(|_| {
-            meta_str(&obj, "name").is_none_or(str::is_empty)
-        });
+        let generate = meta_str(&obj, "generateName")
+            .map(str::to_string)
+            .filter(|_| meta_str(&obj, "name").is_none_or(str::is_empty));
         if let Some(prefix) = &generate {
             meta_mut(&mut obj).insert("name".into(), json!(format!("{prefix}{}", random_suffix())));
         }
-        if info.status && !info.builtin {
-            if let Some(m) = obj.as_object_mut() {
-                m.remove("status");
-            }
+        if info.status
+            && !info.builtin
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
         }
         kinds::prepare_create(info, &mut obj)?;
         self.validate(info, &mut obj)?;
@@ -208,7 +230,8 @@ impl ApiServer {
                 Err(StoreError::AlreadyExists(_)) if generate.is_some() && attempts < 5 => {
                     attempts += 1;
                     let prefix = generate.clone().unwrap_or_default();
-                    meta_mut(&mut obj).insert("name".into(), json!(format!("{prefix}{}", random_suffix())));
+                    meta_mut(&mut obj)
+                        .insert("name".into(), json!(format!("{prefix}{}", random_suffix())));
                 }
                 Err(e) => return Err(ApiError::from_store(e, &info.group, &info.plural, &name)),
             }
@@ -232,7 +255,10 @@ impl ApiServer {
     }
 
     fn crd_terminating(&self, info: &ResourceInfo) -> bool {
-        let key = format!("/apiextensions.k8s.io/customresourcedefinitions//{}.{}", info.plural, info.group);
+        let key = format!(
+            "/apiextensions.k8s.io/customresourcedefinitions//{}.{}",
+            info.plural, info.group
+        );
         self.store()
             .get(&key)
             .and_then(|o| serde_json::from_slice::<Value>(&o.json).ok())
@@ -273,10 +299,10 @@ impl ApiServer {
                 Some(rv) => Some(parse_rv(rv)?),
                 None => None,
             };
-            if let Some(p) = precondition {
-                if p != cur.rev {
-                    return Err(ApiError::conflict(&info.group, &info.plural, name));
-                }
+            if let Some(p) = precondition
+                && p != cur.rev
+            {
+                return Err(ApiError::conflict(&info.group, &info.plural, name));
             }
             self.prepare_update(info, &old, &mut new, sub)?;
             if dry_run {
@@ -286,7 +312,8 @@ impl ApiServer {
                 return Ok(Written::Stored(cur));
             }
             let deleting = new.pointer("/metadata/deletionTimestamp").is_some();
-            let remove = deleting && finalizers(&new).is_empty() && !kinds::blocks_deletion(info, &new);
+            let remove =
+                deleting && finalizers(&new).is_empty() && !kinds::blocks_deletion(info, &new);
             let result = if remove {
                 self.store().delete(&key, Some(cur.rev)).await
             } else {
@@ -310,24 +337,30 @@ impl ApiServer {
     /// Turns a client's desired object into what gets stored: immutable metadata kept, status
     /// or spec frozen depending on the subresource, generation bumped on spec changes, schema
     /// and metadata validated.
-    fn prepare_update(&self, info: &ResourceInfo, old: &Value, new: &mut Value, sub: Option<&str>) -> ApiResult<()> {
+    fn prepare_update(
+        &self,
+        info: &ResourceInfo,
+        old: &Value,
+        new: &mut Value,
+        sub: Option<&str>,
+    ) -> ApiResult<()> {
         check_type(info, new)?;
         let name = meta_str(old, "name").unwrap_or("").to_string();
-        if let Some(n) = meta_str(new, "name").filter(|n| !n.is_empty()) {
-            if n != name {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({n}) does not match the name on the URL ({name})"
-                )));
-            }
+        if let Some(n) = meta_str(new, "name").filter(|n| !n.is_empty())
+            && n != name
+        {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
         }
-        if info.namespaced {
-            if let (Some(a), Some(b)) = (meta_str(old, "namespace"), meta_str(new, "namespace")) {
-                if !b.is_empty() && a != b {
-                    return Err(ApiError::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    ));
-                }
-            }
+        if info.namespaced
+            && let (Some(a), Some(b)) = (meta_str(old, "namespace"), meta_str(new, "namespace"))
+            && !b.is_empty()
+            && a != b
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
         }
         match sub {
             Some("status") => {
@@ -348,13 +381,13 @@ impl ApiServer {
                 *new = merged;
             }
             _ => {
-                if info.status {
-                    if let Some(m) = new.as_object_mut() {
-                        match old.get("status") {
-                            Some(s) => m.insert("status".into(), s.clone()),
-                            None => m.remove("status"),
-                        };
-                    }
+                if info.status
+                    && let Some(m) = new.as_object_mut()
+                {
+                    match old.get("status") {
+                        Some(s) => m.insert("status".into(), s.clone()),
+                        None => m.remove("status"),
+                    };
                 }
             }
         }
@@ -364,19 +397,36 @@ impl ApiServer {
             let m = meta_mut(new);
             m.remove("resourceVersion");
             m.remove("selfLink");
-            for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "namespace", "name", "generation"] {
+            for f in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "namespace",
+                "name",
+                "generation",
+            ] {
                 match old_meta.get(f) {
                     Some(v) => m.insert(f.into(), v.clone()),
                     None => m.remove(f),
                 };
             }
-            let generation = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
-            m.insert("generation".into(), json!(if bump { generation + 1 } else { generation }));
+            let generation = old_meta
+                .get("generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            m.insert(
+                "generation".into(),
+                json!(if bump { generation + 1 } else { generation }),
+            );
         }
         if old.pointer("/metadata/deletionTimestamp").is_some() {
             // New finalizers may not be added to an object being deleted.
             let before = finalizers(old);
-            let added: Vec<String> = finalizers(new).into_iter().filter(|f| !before.contains(f)).collect();
+            let added: Vec<String> = finalizers(new)
+                .into_iter()
+                .filter(|f| !before.contains(f))
+                .collect();
             if !added.is_empty() {
                 return Err(ApiError::forbidden(format!(
                     "no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
@@ -402,15 +452,15 @@ impl ApiServer {
                 return Err(ApiError::not_found(&info.group, &info.plural, name));
             };
             let mut obj = decode(&cur)?;
-            if let Some(uid) = &opts.uid {
-                if meta_str(&obj, "uid") != Some(uid.as_str()) {
-                    return Err(ApiError::conflict(&info.group, &info.plural, name));
-                }
+            if let Some(uid) = &opts.uid
+                && meta_str(&obj, "uid") != Some(uid.as_str())
+            {
+                return Err(ApiError::conflict(&info.group, &info.plural, name));
             }
-            if let Some(rv) = opts.resource_version {
-                if rv != cur.rev {
-                    return Err(ApiError::conflict(&info.group, &info.plural, name));
-                }
+            if let Some(rv) = opts.resource_version
+                && rv != cur.rev
+            {
+                return Err(ApiError::conflict(&info.group, &info.plural, name));
             }
             let mut fins = finalizers(&obj);
             let extra = match opts.propagation {
@@ -418,10 +468,10 @@ impl ApiServer {
                 Propagation::Orphan => Some(ORPHAN),
                 Propagation::Background => None,
             };
-            if let Some(f) = extra {
-                if !fins.iter().any(|x| x == f) {
-                    fins.push(f.to_string());
-                }
+            if let Some(f) = extra
+                && !fins.iter().any(|x| x == f)
+            {
+                fins.push(f.to_string());
             }
             let blocked = !fins.is_empty() || kinds::blocks_deletion(info, &obj);
             if opts.dry_run {

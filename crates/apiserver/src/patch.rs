@@ -72,10 +72,11 @@ pub fn apply_patch(
             // Operations run one by one so that a `test` for `null` on a missing path passes,
             // as it does in kube-apiserver (kube-runtime's finalizer helper relies on it).
             for op in p.0 {
-                if let json_patch::PatchOperation::Test(t) = &op {
-                    if t.value.is_null() && doc.pointer(t.path.as_str()).is_none() {
-                        continue;
-                    }
+                if let json_patch::PatchOperation::Test(t) = &op
+                    && t.value.is_null()
+                    && doc.pointer(t.path.as_str()).is_none()
+                {
+                    continue;
                 }
                 json_patch::patch(&mut doc, &[op]).map_err(patch_failed)?;
             }

@@ -65,11 +65,19 @@ pub struct PrinterColumn {
 impl ResourceInfo {
     /// `apiVersion` string of this resource (`v1` or `group/version`).
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
     }
     /// Group segment of storage keys (`core` for the legacy group).
     pub fn key_group(&self) -> &str {
-        if self.group.is_empty() { "core" } else { &self.group }
+        if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        }
     }
     /// Key prefix selecting all objects of the resource, or those of one namespace.
     pub fn prefix(&self, namespace: Option<&str>) -> String {
@@ -80,12 +88,20 @@ impl ResourceInfo {
     }
     /// Storage key of one object.
     pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
-        let ns = if self.namespaced { namespace.unwrap_or("") } else { "" };
+        let ns = if self.namespaced {
+            namespace.unwrap_or("")
+        } else {
+            ""
+        };
         format!("/{}/{}/{ns}/{name}", self.key_group(), self.plural)
     }
     /// Group-qualified resource name for messages (`deployments.apps`).
     pub fn group_resource(&self) -> String {
-        if self.group.is_empty() { self.plural.clone() } else { format!("{}.{}", self.plural, self.group) }
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
     }
 }
 
@@ -124,11 +140,21 @@ impl Registry {
     }
 
     fn insert(&self, crd: Option<&str>, info: ResourceInfo, preferred: bool) {
-        let Ok(mut g) = self.inner.write() else { return };
-        let k = (info.group.clone(), info.version.clone(), info.plural.clone());
+        let Ok(mut g) = self.inner.write() else {
+            return;
+        };
+        let k = (
+            info.group.clone(),
+            info.version.clone(),
+            info.plural.clone(),
+        );
         let versions = g.groups.entry(info.group.clone()).or_default();
         if !versions.contains(&info.version) {
-            if preferred { versions.insert(0, info.version.clone()) } else { versions.push(info.version.clone()) }
+            if preferred {
+                versions.insert(0, info.version.clone())
+            } else {
+                versions.push(info.version.clone())
+            }
         }
         if let Some(c) = crd {
             g.crds.entry(c.to_string()).or_default().push(k.clone());
@@ -139,7 +165,9 @@ impl Registry {
     /// Looks up a served resource by its URL coordinates.
     pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
         let g = self.inner.read().ok()?;
-        g.by_path.get(&(group.to_string(), version.to_string(), plural.to_string())).cloned()
+        g.by_path
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .cloned()
     }
 
     /// Finds the resource serving a kind in a group (any version), preferring `version`.
@@ -159,7 +187,9 @@ impl Registry {
 
     /// All resources of one group/version, for `/apis/G/V` discovery.
     pub fn resources(&self, group: &str, version: &str) -> Vec<Arc<ResourceInfo>> {
-        let Ok(g) = self.inner.read() else { return Vec::new() };
+        let Ok(g) = self.inner.read() else {
+            return Vec::new();
+        };
         g.by_path
             .iter()
             .filter(|((gr, v, _), _)| gr == group && v == version)
@@ -169,14 +199,22 @@ impl Registry {
 
     /// Every resource (all groups and versions), e.g. for namespace cleanup.
     pub fn all(&self) -> Vec<Arc<ResourceInfo>> {
-        let Ok(g) = self.inner.read() else { return Vec::new() };
+        let Ok(g) = self.inner.read() else {
+            return Vec::new();
+        };
         g.by_path.values().cloned().collect()
     }
 
     /// Groups with their served versions, preferred first (core group under `""`).
     pub fn groups(&self) -> Vec<(String, Vec<String>)> {
-        let Ok(g) = self.inner.read() else { return Vec::new() };
-        g.groups.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| (k.clone(), v.clone())).collect()
+        let Ok(g) = self.inner.read() else {
+            return Vec::new();
+        };
+        g.groups
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     /// Registers (or re-registers) all served versions of a CRD; `storage_first` lists the
@@ -190,15 +228,17 @@ impl Registry {
 
     /// Stops serving a CRD's versions.
     pub fn remove_crd(&self, crd_name: &str) {
-        let Ok(mut g) = self.inner.write() else { return };
-        let Some(keys) = g.crds.remove(crd_name) else { return };
+        let Ok(mut g) = self.inner.write() else {
+            return;
+        };
+        let Some(keys) = g.crds.remove(crd_name) else {
+            return;
+        };
         for k in keys {
             g.by_path.remove(&k);
             let still = g.by_path.keys().any(|(gr, v, _)| gr == &k.0 && v == &k.1);
-            if !still {
-                if let Some(vs) = g.groups.get_mut(&k.0) {
-                    vs.retain(|v| v != &k.1);
-                }
+            if !still && let Some(vs) = g.groups.get_mut(&k.0) {
+                vs.retain(|v| v != &k.1);
             }
         }
         g.groups.retain(|_, v| !v.is_empty());
@@ -206,7 +246,10 @@ impl Registry {
 
     /// Whether a CRD currently serves `group/plural` (any version).
     pub fn crd_registered(&self, crd_name: &str) -> bool {
-        self.inner.read().map(|g| g.crds.contains_key(crd_name)).unwrap_or(false)
+        self.inner
+            .read()
+            .map(|g| g.crds.contains_key(crd_name))
+            .unwrap_or(false)
     }
 }
 
@@ -230,7 +273,13 @@ mod tests {
         let cm = r.lookup("", "v1", "configmaps").expect("configmaps");
         assert!(!cm.status);
         assert!(cm.short_names.contains(&"cm".to_string()));
-        assert!(r.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions").is_some());
-        assert!(r.lookup("autoscaling", "v2", "horizontalpodautoscalers").is_some());
+        assert!(
+            r.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+                .is_some()
+        );
+        assert!(
+            r.lookup("autoscaling", "v2", "horizontalpodautoscalers")
+                .is_some()
+        );
     }
 }

@@ -59,25 +59,34 @@ pub fn parse_path(path: &str) -> ApiResult<Option<Target>> {
         ["apis", g, v, rest @ ..] => (g.to_string(), v.to_string(), rest),
         _ => return Ok(None),
     };
-    let rest: Vec<String> = rest.iter().map(|s| decode_segment(s)).collect::<ApiResult<_>>()?;
-    let rp = |namespace: Option<String>, plural: &str, name: Option<&String>, sub: Option<&String>| {
-        Target::Resource(ResourcePath {
+    let rest: Vec<String> = rest
+        .iter()
+        .map(|s| decode_segment(s))
+        .collect::<ApiResult<_>>()?;
+    let rp =
+        |namespace: Option<String>, plural: &str, name: Option<&String>, sub: Option<&String>| {
+            Target::Resource(ResourcePath {
+                group: group.clone(),
+                version: version.clone(),
+                namespace,
+                plural: plural.to_string(),
+                name: name.cloned(),
+                sub: sub.cloned(),
+            })
+        };
+    let t = match rest.as_slice() {
+        [] => Target::GroupVersion {
             group: group.clone(),
             version: version.clone(),
-            namespace,
-            plural: plural.to_string(),
-            name: name.cloned(),
-            sub: sub.cloned(),
-        })
-    };
-    let t = match rest.as_slice() {
-        [] => Target::GroupVersion { group: group.clone(), version: version.clone() },
+        },
         // `namespaces/{name}/status|finalize` is the namespace object's subresource.
         [ns, name, sub] if ns == "namespaces" && (sub == "status" || sub == "finalize") => {
             rp(None, "namespaces", Some(name), Some(sub))
         }
         [ns, nsname, plural] if ns == "namespaces" => rp(Some(nsname.clone()), plural, None, None),
-        [ns, nsname, plural, name] if ns == "namespaces" => rp(Some(nsname.clone()), plural, Some(name), None),
+        [ns, nsname, plural, name] if ns == "namespaces" => {
+            rp(Some(nsname.clone()), plural, Some(name), None)
+        }
         [ns, nsname, plural, name, sub] if ns == "namespaces" => {
             rp(Some(nsname.clone()), plural, Some(name), Some(sub))
         }
@@ -115,7 +124,9 @@ fn parse_bool(name: &str, v: &str) -> ApiResult<bool> {
     match v {
         "true" | "1" | "True" | "TRUE" | "" => Ok(true),
         "false" | "0" | "False" | "FALSE" => Ok(false),
-        _ => Err(ApiError::bad_request(format!("invalid value {v:?} for query parameter {name}: expected a boolean"))),
+        _ => Err(ApiError::bad_request(format!(
+            "invalid value {v:?} for query parameter {name}: expected a boolean"
+        ))),
     }
 }
 
@@ -131,30 +142,46 @@ impl Query {
                 "fieldSelector" => q.field_selector = Some(v),
                 "watch" => q.watch = parse_bool("watch", &v)?,
                 "resourceVersion" => q.resource_version = Some(v).filter(|s| !s.is_empty()),
-                "resourceVersionMatch" => q.resource_version_match = Some(v).filter(|s| !s.is_empty()),
+                "resourceVersionMatch" => {
+                    q.resource_version_match = Some(v).filter(|s| !s.is_empty())
+                }
                 "limit" => {
-                    let n: i64 = v.parse().map_err(|_| ApiError::bad_request(format!("invalid limit {v:?}")))?;
+                    let n: i64 = v
+                        .parse()
+                        .map_err(|_| ApiError::bad_request(format!("invalid limit {v:?}")))?;
                     q.limit = (n > 0).then_some(n as usize);
                 }
                 "continue" => q.continue_token = Some(v).filter(|s| !s.is_empty()),
                 "timeoutSeconds" => {
-                    let n: i64 = v.parse().map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {v:?}")))?;
+                    let n: i64 = v.parse().map_err(|_| {
+                        ApiError::bad_request(format!("invalid timeoutSeconds {v:?}"))
+                    })?;
                     q.timeout_seconds = (n > 0).then_some(n as u64);
                 }
-                "allowWatchBookmarks" => q.allow_watch_bookmarks = parse_bool("allowWatchBookmarks", &v)?,
-                "sendInitialEvents" => q.send_initial_events = Some(parse_bool("sendInitialEvents", &v)?),
+                "allowWatchBookmarks" => {
+                    q.allow_watch_bookmarks = parse_bool("allowWatchBookmarks", &v)?
+                }
+                "sendInitialEvents" => {
+                    q.send_initial_events = Some(parse_bool("sendInitialEvents", &v)?)
+                }
                 "dryRun" => {
                     if v != "All" && !v.is_empty() {
-                        return Err(ApiError::bad_request(format!("unsupported dryRun value {v:?}: only \"All\" is supported")));
+                        return Err(ApiError::bad_request(format!(
+                            "unsupported dryRun value {v:?}: only \"All\" is supported"
+                        )));
                     }
                     q.dry_run = v == "All";
                 }
                 "fieldManager" => q.field_manager = Some(v),
                 "force" => q.force = parse_bool("force", &v)?,
                 "propagationPolicy" => q.propagation_policy = Some(v),
-                "orphanDependents" => q.orphan_dependents = Some(parse_bool("orphanDependents", &v)?),
+                "orphanDependents" => {
+                    q.orphan_dependents = Some(parse_bool("orphanDependents", &v)?)
+                }
                 "gracePeriodSeconds" => {
-                    q.grace_period_seconds = Some(v.parse().map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {v:?}")))?)
+                    q.grace_period_seconds = Some(v.parse().map_err(|_| {
+                        ApiError::bad_request(format!("invalid gracePeriodSeconds {v:?}"))
+                    })?)
                 }
                 _ => {}
             }
@@ -168,7 +195,13 @@ pub fn content_type(headers: &HeaderMap) -> String {
     headers
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(|s| s.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .map(|s| {
+            s.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
         .unwrap_or_default()
 }
 
@@ -179,10 +212,14 @@ pub async fn read_body(body: Body) -> ApiResult<Bytes> {
     match limited.collect().await {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
                 Err(ApiError::too_large(MAX_BODY))
             } else {
-                Err(ApiError::bad_request(format!("error reading request body: {e}")))
+                Err(ApiError::bad_request(format!(
+                    "error reading request body: {e}"
+                )))
             }
         }
     }
@@ -201,16 +238,17 @@ pub fn decode_object(bytes: &[u8], media_type: &str) -> ApiResult<Value> {
     let v = match media_type {
         "" | "application/json" | "*/*" => serde_json::from_slice::<Value>(bytes)
             .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            parse_yaml(bytes).map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?
-        }
+        "application/yaml" | "application/x-yaml" | "text/yaml" => parse_yaml(bytes)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?,
         "application/vnd.kubernetes.protobuf" => {
             return Err(ApiError::unsupported_media_type(media_type));
         }
         other => return Err(ApiError::unsupported_media_type(other)),
     };
     if !v.is_object() {
-        return Err(ApiError::bad_request("the request body must be a JSON/YAML object"));
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON/YAML object",
+        ));
     }
     Ok(v)
 }
@@ -219,7 +257,8 @@ pub fn decode_object(bytes: &[u8], media_type: &str) -> ApiResult<Value> {
 pub fn decode_json_or_yaml(bytes: &[u8]) -> ApiResult<Value> {
     match serde_json::from_slice::<Value>(bytes) {
         Ok(v) => Ok(v),
-        Err(_) => parse_yaml(bytes).map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}"))),
+        Err(_) => parse_yaml(bytes)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}"))),
     }
 }
 
@@ -230,7 +269,9 @@ mod tests {
 
     #[test]
     fn paths() {
-        let t = parse_path("/api/v1/namespaces/default/configmaps/x").unwrap().unwrap();
+        let t = parse_path("/api/v1/namespaces/default/configmaps/x")
+            .unwrap()
+            .unwrap();
         assert_eq!(
             t,
             Target::Resource(ResourcePath {
@@ -242,18 +283,37 @@ mod tests {
                 sub: None
             })
         );
-        let t = parse_path("/api/v1/namespaces/foo/status").unwrap().unwrap();
-        assert!(matches!(t, Target::Resource(ResourcePath { ref plural, ref sub, .. }) if plural == "namespaces" && sub.as_deref() == Some("status")));
+        let t = parse_path("/api/v1/namespaces/foo/status")
+            .unwrap()
+            .unwrap();
+        assert!(
+            matches!(t, Target::Resource(ResourcePath { ref plural, ref sub, .. }) if plural == "namespaces" && sub.as_deref() == Some("status"))
+        );
         let t = parse_path("/apis/apps/v1/deployments").unwrap().unwrap();
-        assert!(matches!(t, Target::Resource(ResourcePath { namespace: None, .. })));
-        assert_eq!(parse_path("/apis/apps/v1").unwrap(), Some(Target::GroupVersion { group: "apps".into(), version: "v1".into() }));
+        assert!(matches!(
+            t,
+            Target::Resource(ResourcePath {
+                namespace: None,
+                ..
+            })
+        ));
+        assert_eq!(
+            parse_path("/apis/apps/v1").unwrap(),
+            Some(Target::GroupVersion {
+                group: "apps".into(),
+                version: "v1".into()
+            })
+        );
         assert_eq!(parse_path("/healthz").unwrap(), None);
         assert!(parse_path("/api/v1/a/b/c/d/e/f/g").is_err());
     }
 
     #[test]
     fn queries() {
-        let q = Query::parse(Some("labelSelector=a%3Db&watch=true&limit=5&resourceVersion=10&dryRun=All")).unwrap();
+        let q = Query::parse(Some(
+            "labelSelector=a%3Db&watch=true&limit=5&resourceVersion=10&dryRun=All",
+        ))
+        .unwrap();
         assert_eq!(q.label_selector.as_deref(), Some("a=b"));
         assert!(q.watch && q.dry_run);
         assert_eq!(q.limit, Some(5));
@@ -264,8 +324,14 @@ mod tests {
     #[test]
     fn bodies() {
         assert!(decode_object(b"{\"a\":1}", "application/json").is_ok());
-        assert_eq!(decode_object(b"{bad", "application/json").unwrap_err().code, 400);
-        assert_eq!(decode_object(b"[1]", "application/json").unwrap_err().code, 400);
+        assert_eq!(
+            decode_object(b"{bad", "application/json").unwrap_err().code,
+            400
+        );
+        assert_eq!(
+            decode_object(b"[1]", "application/json").unwrap_err().code,
+            400
+        );
         let v = decode_object(b"a: 0644\nb: yes\n", "application/yaml").unwrap();
         assert_eq!(v["a"], 420);
         assert_eq!(decode_object(b"x", "text/plain").unwrap_err().code, 415);

@@ -45,7 +45,9 @@ impl LabelSelector {
                 if s.trim().is_empty() {
                     continue;
                 }
-                return Err(format!("unable to parse requirement: empty requirement in {s:?}"));
+                return Err(format!(
+                    "unable to parse requirement: empty requirement in {s:?}"
+                ));
             }
             reqs.push(parse_req(part)?);
         }
@@ -66,8 +68,14 @@ impl LabelSelector {
             LabelReq::NotIn(k, vs) => labels.get(k).is_none_or(|x| !vs.contains(x)),
             LabelReq::Exists(k) => labels.contains_key(k),
             LabelReq::NotExists(k) => !labels.contains_key(k),
-            LabelReq::Gt(k, n) => labels.get(k).and_then(|x| x.parse::<i64>().ok()).is_some_and(|x| x > *n),
-            LabelReq::Lt(k, n) => labels.get(k).and_then(|x| x.parse::<i64>().ok()).is_some_and(|x| x < *n),
+            LabelReq::Gt(k, n) => labels
+                .get(k)
+                .and_then(|x| x.parse::<i64>().ok())
+                .is_some_and(|x| x > *n),
+            LabelReq::Lt(k, n) => labels
+                .get(k)
+                .and_then(|x| x.parse::<i64>().ok())
+                .is_some_and(|x| x < *n),
         })
     }
 }
@@ -88,7 +96,9 @@ fn split_top_level(s: &str) -> Result<Vec<&str>, String> {
             ')' => {
                 depth -= 1;
                 if depth < 0 {
-                    return Err(format!("unable to parse requirement: unexpected ')' in {s:?}"));
+                    return Err(format!(
+                        "unable to parse requirement: unexpected ')' in {s:?}"
+                    ));
                 }
             }
             ',' if depth == 0 => {
@@ -99,7 +109,9 @@ fn split_top_level(s: &str) -> Result<Vec<&str>, String> {
         }
     }
     if depth != 0 {
-        return Err(format!("unable to parse requirement: unclosed '(' in {s:?}"));
+        return Err(format!(
+            "unable to parse requirement: unclosed '(' in {s:?}"
+        ));
     }
     out.push(&s[start..]);
     Ok(out)
@@ -107,13 +119,15 @@ fn split_top_level(s: &str) -> Result<Vec<&str>, String> {
 
 fn check_key(k: &str) -> Result<String, String> {
     let k = k.trim();
-    qualified_name(k).map_err(|e| format!("unable to parse requirement: invalid label key {k:?}: {e}"))?;
+    qualified_name(k)
+        .map_err(|e| format!("unable to parse requirement: invalid label key {k:?}: {e}"))?;
     Ok(k.to_string())
 }
 
 fn check_value(v: &str) -> Result<String, String> {
     let v = v.trim();
-    label_value(v).map_err(|e| format!("unable to parse requirement: invalid label value: {v:?}: {e}"))?;
+    label_value(v)
+        .map_err(|e| format!("unable to parse requirement: invalid label value: {v:?}: {e}"))?;
     Ok(v.to_string())
 }
 
@@ -135,7 +149,10 @@ fn parse_req(p: &str) -> Result<LabelReq, String> {
         return Ok(LabelReq::NotExists(check_key(k)?));
     }
     if let Some(i) = p.find("!=") {
-        return Ok(LabelReq::NotEq(check_key(&p[..i])?, check_value(&p[i + 2..])?));
+        return Ok(LabelReq::NotEq(
+            check_key(&p[..i])?,
+            check_value(&p[i + 2..])?,
+        ));
     }
     if let Some(i) = p.find("==") {
         return Ok(LabelReq::Eq(check_key(&p[..i])?, check_value(&p[i + 2..])?));
@@ -149,7 +166,11 @@ fn parse_req(p: &str) -> Result<LabelReq, String> {
             let n: i64 = p[i + 1..].trim().parse().map_err(|_| {
                 format!("unable to parse requirement: for 'Gt', 'Lt' operators, the value must be an integer, found {:?}", &p[i + 1..])
             })?;
-            return Ok(if gt { LabelReq::Gt(k, n) } else { LabelReq::Lt(k, n) });
+            return Ok(if gt {
+                LabelReq::Gt(k, n)
+            } else {
+                LabelReq::Lt(k, n)
+            });
         }
     }
     // `key in (...)`, `key notin (...)`, or `key`.
@@ -168,7 +189,9 @@ fn parse_req(p: &str) -> Result<LabelReq, String> {
     if let Some(r) = rest.strip_prefix("in") {
         return Ok(LabelReq::In(check_key(key)?, parse_set(r)?));
     }
-    Err(format!("unable to parse requirement: found '{rest}', expected: in, notin, =, ==, !=, gt, lt"))
+    Err(format!(
+        "unable to parse requirement: found '{rest}', expected: in, notin, =, ==, !=, gt, lt"
+    ))
 }
 
 /// One field requirement: `field=value` or `field!=value`.
@@ -241,13 +264,22 @@ impl FieldSelector {
             } else if let Some((f, v)) = split_op(&part, "=") {
                 (f, v, false)
             } else {
-                return Err(format!("invalid selector: '{s}'; can't understand '{part}'"));
+                return Err(format!(
+                    "invalid selector: '{s}'; can't understand '{part}'"
+                ));
             };
             let field = field.trim().to_string();
-            if field != "metadata.name" && field != "metadata.namespace" && !allowed.contains(&field.as_str()) {
+            if field != "metadata.name"
+                && field != "metadata.namespace"
+                && !allowed.contains(&field.as_str())
+            {
                 return Err(format!("field label not supported: {field}"));
             }
-            reqs.push(FieldReq { field, value: unescape(&value), negate });
+            reqs.push(FieldReq {
+                field,
+                value: unescape(&value),
+                negate,
+            });
         }
         Ok(FieldSelector { reqs })
     }
@@ -259,7 +291,9 @@ impl FieldSelector {
 
     /// Whether every requirement only needs name/namespace (answerable from the storage key).
     pub fn only_meta(&self) -> bool {
-        self.reqs.iter().all(|r| r.field == "metadata.name" || r.field == "metadata.namespace")
+        self.reqs
+            .iter()
+            .all(|r| r.field == "metadata.name" || r.field == "metadata.namespace")
     }
 
     /// Matches using the object's namespace/name and, for other fields, a lookup function.
@@ -276,7 +310,10 @@ impl FieldSelector {
 
     /// The value of `metadata.name` when the selector pins it (`metadata.name=x`).
     pub fn pinned_name(&self) -> Option<&str> {
-        self.reqs.iter().find(|r| r.field == "metadata.name" && !r.negate).map(|r| r.value.as_str())
+        self.reqs
+            .iter()
+            .find(|r| r.field == "metadata.name" && !r.negate)
+            .map(|r| r.value.as_str())
     }
 }
 
@@ -295,7 +332,11 @@ pub fn field_value(obj: &Value, path: &str) -> String {
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
         // `source` on core Events is an object; kube-apiserver compares `source.component`.
-        Value::Object(m) => m.get("component").and_then(Value::as_str).unwrap_or("").to_string(),
+        Value::Object(m) => m
+            .get("component")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
         Value::Array(_) => String::new(),
     }
 }
@@ -368,7 +409,9 @@ mod tests {
     use proptest::prelude::*;
 
     fn labels(p: &[(&str, &str)]) -> BTreeMap<String, String> {
-        p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        p.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -394,7 +437,8 @@ mod tests {
 
     #[test]
     fn field_ops() {
-        let f = FieldSelector::parse("metadata.name=demo,metadata.namespace!=kube-system", &[]).unwrap();
+        let f = FieldSelector::parse("metadata.name=demo,metadata.namespace!=kube-system", &[])
+            .unwrap();
         assert!(f.matches_with("default", "demo", |_| String::new()));
         assert!(!f.matches_with("kube-system", "demo", |_| String::new()));
         assert_eq!(f.pinned_name(), Some("demo"));

@@ -11,10 +11,14 @@ const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist
 /// RFC 1123 label (namespaces, most name prefixes): `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, max 63.
 pub fn dns1123_label(s: &str) -> Result<(), String> {
     if s.is_empty() || s.len() > 63 {
-        return Err(format!("must be no more than 63 characters and non-empty ({DNS1123_LABEL_MSG})"));
+        return Err(format!(
+            "must be no more than 63 characters and non-empty ({DNS1123_LABEL_MSG})"
+        ));
     }
     let b = s.as_bytes();
-    let ok_mid = b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
+    let ok_mid = b
+        .iter()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
     let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     if !ok_mid || !alnum(b[0]) || !alnum(b[b.len() - 1]) {
         return Err(DNS1123_LABEL_MSG.to_string());
@@ -25,7 +29,9 @@ pub fn dns1123_label(s: &str) -> Result<(), String> {
 /// RFC 1123 subdomain (most object names): dot-separated labels, max 253.
 pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
     if s.is_empty() || s.len() > 253 {
-        return Err(format!("must be no more than 253 characters and non-empty ({DNS1123_SUBDOMAIN_MSG})"));
+        return Err(format!(
+            "must be no more than 253 characters and non-empty ({DNS1123_SUBDOMAIN_MSG})"
+        ));
     }
     for part in s.split('.') {
         if dns1123_label(part).is_err() {
@@ -58,7 +64,8 @@ fn name_part(s: &str) -> bool {
     let alnum = |c: u8| c.is_ascii_alphanumeric();
     alnum(b[0])
         && alnum(b[b.len() - 1])
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 /// A qualified name (label/annotation key): optional DNS-subdomain prefix and `/`, then a name
@@ -107,28 +114,42 @@ pub fn validate_metadata(obj: &Value, name_rule: fn(&str) -> Result<(), String>)
     match meta.and_then(|m| m.get("name")).and_then(Value::as_str) {
         Some(n) if !n.is_empty() => {
             if let Err(e) = name_rule(n) {
-                causes.push(Cause::invalid("metadata.name", format!("Invalid value: {n:?}: {e}")));
+                causes.push(Cause::invalid(
+                    "metadata.name",
+                    format!("Invalid value: {n:?}: {e}"),
+                ));
             }
         }
         _ => causes.push(Cause::required("metadata.name")),
     }
     for field in ["labels", "annotations"] {
-        let Some(v) = meta.and_then(|m| m.get(field)) else { continue };
+        let Some(v) = meta.and_then(|m| m.get(field)) else {
+            continue;
+        };
         if v.is_null() {
             continue;
         }
         let Some(map) = v.as_object() else {
-            causes.push(Cause::invalid(format!("metadata.{field}"), "must be a map of strings"));
+            causes.push(Cause::invalid(
+                format!("metadata.{field}"),
+                "must be a map of strings",
+            ));
             continue;
         };
         for (k, val) in map {
             if let Err(e) = qualified_name(k) {
-                causes.push(Cause::invalid(format!("metadata.{field}"), format!("Invalid value: {k:?}: {e}")));
+                causes.push(Cause::invalid(
+                    format!("metadata.{field}"),
+                    format!("Invalid value: {k:?}: {e}"),
+                ));
             }
             match val.as_str() {
                 Some(s) if field == "labels" => {
                     if let Err(e) = label_value(s) {
-                        causes.push(Cause::invalid(format!("metadata.labels"), format!("Invalid value: {s:?}: {e}")));
+                        causes.push(Cause::invalid(
+                            "metadata.labels".to_string(),
+                            format!("Invalid value: {s:?}: {e}"),
+                        ));
                     }
                 }
                 Some(_) => {}
@@ -139,17 +160,29 @@ pub fn validate_metadata(obj: &Value, name_rule: fn(&str) -> Result<(), String>)
             }
         }
     }
-    if let Some(f) = meta.and_then(|m| m.get("finalizers")).filter(|f| !f.is_null()) {
+    if let Some(f) = meta
+        .and_then(|m| m.get("finalizers"))
+        .filter(|f| !f.is_null())
+    {
         match f.as_array() {
             Some(items) => {
                 for (i, it) in items.iter().enumerate() {
-                    let ok = it.as_str().map(|s| qualified_name(s).is_ok()).unwrap_or(false);
+                    let ok = it
+                        .as_str()
+                        .map(|s| qualified_name(s).is_ok())
+                        .unwrap_or(false);
                     if !ok {
-                        causes.push(Cause::invalid(format!("metadata.finalizers[{i}]"), format!("Invalid value: {it}: must be a qualified name")));
+                        causes.push(Cause::invalid(
+                            format!("metadata.finalizers[{i}]"),
+                            format!("Invalid value: {it}: must be a qualified name"),
+                        ));
                     }
                 }
             }
-            None => causes.push(Cause::invalid("metadata.finalizers", "must be a list of strings")),
+            None => causes.push(Cause::invalid(
+                "metadata.finalizers",
+                "must be a list of strings",
+            )),
         }
     }
     causes
@@ -179,6 +212,9 @@ mod tests {
         let c = validate_metadata(&o, dns1123_subdomain);
         assert_eq!(c.len(), 2);
         let o = json!({"metadata": {}});
-        assert_eq!(validate_metadata(&o, dns1123_subdomain)[0].reason, "FieldValueRequired");
+        assert_eq!(
+            validate_metadata(&o, dns1123_subdomain)[0].reason,
+            "FieldValueRequired"
+        );
     }
 }

@@ -44,13 +44,22 @@ fn bookmark(info: &ResourceInfo, rv: Rev, initial_end: bool) -> Bytes {
 }
 
 fn error_frame(e: &ApiError) -> Bytes {
-    frame("ERROR", &serde_json::to_vec(&e.to_status()).unwrap_or_default())
+    frame(
+        "ERROR",
+        &serde_json::to_vec(&e.to_status()).unwrap_or_default(),
+    )
 }
 
 fn stream_response(body: Body) -> Response {
     let mut r = (StatusCode::OK, body).into_response();
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
     r
 }
 
@@ -94,7 +103,10 @@ impl State {
                 EventKind::Added => now_matches.then_some("ADDED"),
                 EventKind::Deleted => now_matches.then_some("DELETED"),
                 EventKind::Modified => {
-                    let before = ev.prev.as_ref().is_some_and(|p| self.sel.matches(&ev.key, p));
+                    let before = ev
+                        .prev
+                        .as_ref()
+                        .is_some_and(|p| self.sel.matches(&ev.key, p));
                     match (before, now_matches) {
                         (true, true) => Some("MODIFIED"),
                         (false, true) => Some("ADDED"),
@@ -125,20 +137,25 @@ pub fn watch(
         None | Some("0") => None,
         Some(r) => Some(crate::ops::parse_rv(r)?),
     };
-    if let Some(m) = q.resource_version_match.as_deref() {
-        if m != "NotOlderThan" && m != "Exact" {
-            return Err(ApiError::bad_request(format!("unsupported resourceVersionMatch {m:?}")));
-        }
+    if let Some(m) = q.resource_version_match.as_deref()
+        && m != "NotOlderThan"
+        && m != "Exact"
+    {
+        return Err(ApiError::bad_request(format!(
+            "unsupported resourceVersionMatch {m:?}"
+        )));
     }
     // Initial state: explicit sendInitialEvents, or legacy semantics of an unset/"0" RV.
     let send_initial = q.send_initial_events.unwrap_or(exact_start.is_none());
     let current = srv.store().current_rev();
     let mut initial = VecDeque::new();
     let start = if send_initial {
-        if let Some(r) = exact_start {
-            if r > current {
-                return Err(ApiError::timeout(format!("Too large resource version: {r}, current: {current}")));
-            }
+        if let Some(r) = exact_start
+            && r > current
+        {
+            return Err(ApiError::timeout(format!(
+                "Too large resource version: {r}, current: {current}"
+            )));
         }
         let page = srv
             .store()
@@ -154,7 +171,8 @@ pub fn watch(
             None => current,
         }
     };
-    let initial_end = (q.send_initial_events == Some(true) && q.allow_watch_bookmarks).then_some(start);
+    let initial_end =
+        (q.send_initial_events == Some(true) && q.allow_watch_bookmarks).then_some(start);
     let timeout = q
         .timeout_seconds
         .map(Duration::from_secs)
@@ -176,7 +194,9 @@ pub fn watch(
         initial_end,
         watch: Some(watch),
         deadline,
-        bookmarks: q.allow_watch_bookmarks.then_some(srv.inner.cfg.bookmark_interval),
+        bookmarks: q
+            .allow_watch_bookmarks
+            .then_some(srv.inner.cfg.bookmark_interval),
         last_rev: start,
     };
     let stream = futures::stream::unfold(state, |mut st| async move {

@@ -10,7 +10,9 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 pub async fn server() -> ApiServer {
-    ApiServer::new(ApiServerConfig::in_memory()).await.expect("server starts")
+    ApiServer::new(ApiServerConfig::in_memory())
+        .await
+        .expect("server starts")
 }
 
 pub fn client(srv: &ApiServer) -> kube::Client {
@@ -18,7 +20,13 @@ pub fn client(srv: &ApiServer) -> kube::Client {
 }
 
 /// One raw request against the router; returns (status, body bytes).
-pub async fn raw(router: &Router, method: &str, uri: &str, ct: Option<&str>, body: Vec<u8>) -> (u16, Vec<u8>) {
+pub async fn raw(
+    router: &Router,
+    method: &str,
+    uri: &str,
+    ct: Option<&str>,
+    body: Vec<u8>,
+) -> (u16, Vec<u8>) {
     let mut b = Request::builder().method(method).uri(uri);
     if let Some(ct) = ct {
         b = b.header("content-type", ct);
@@ -26,12 +34,23 @@ pub async fn raw(router: &Router, method: &str, uri: &str, ct: Option<&str>, bod
     let req = b.body(Body::from(body)).expect("request");
     let resp = router.clone().oneshot(req).await.expect("infallible");
     let code = resp.status().as_u16();
-    let bytes = resp.into_body().collect().await.map(|c| c.to_bytes().to_vec()).unwrap_or_default();
+    let bytes = resp
+        .into_body()
+        .collect()
+        .await
+        .map(|c| c.to_bytes().to_vec())
+        .unwrap_or_default();
     (code, bytes)
 }
 
 /// A raw request whose body is JSON; returns (status, parsed body or Null).
-pub async fn call(router: &Router, method: &str, uri: &str, ct: Option<&str>, body: &str) -> (u16, Value) {
+pub async fn call(
+    router: &Router,
+    method: &str,
+    uri: &str,
+    ct: Option<&str>,
+    body: &str,
+) -> (u16, Value) {
     let (code, bytes) = raw(router, method, uri, ct, body.as_bytes().to_vec()).await;
     (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }

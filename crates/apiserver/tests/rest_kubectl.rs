@@ -16,13 +16,17 @@ fn kubectl_bin() -> Option<PathBuf> {
     }
     let tools = std::env::var("FLEET_TOOLS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools"));
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools")
+        });
     let candidate = tools.join("bin/kubectl");
     if candidate.exists() {
         return Some(candidate);
     }
     std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths).map(|d| d.join("kubectl")).find(|p| p.exists())
+        std::env::split_paths(&paths)
+            .map(|d| d.join("kubectl"))
+            .find(|p| p.exists())
     })
 }
 
@@ -67,8 +71,12 @@ impl Kubectl {
 
 async fn start(dir: &Path) -> (ApiServer, Kubectl) {
     let bin = kubectl_bin().expect("checked by caller");
-    let srv = ApiServer::new(ApiServerConfig::in_memory()).await.expect("server");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let srv = ApiServer::new(ApiServerConfig::in_memory())
+        .await
+        .expect("server");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let router = srv.router();
     tokio::spawn(async move {
@@ -82,7 +90,12 @@ async fn start(dir: &Path) -> (ApiServer, Kubectl) {
         ),
     )
     .expect("kubeconfig");
-    let k = Kubectl { bin, kubeconfig, cache: dir.join("cache"), dir: dir.to_path_buf() };
+    let k = Kubectl {
+        bin,
+        kubeconfig,
+        cache: dir.join("cache"),
+        dir: dir.to_path_buf(),
+    };
     (srv, k)
 }
 
@@ -107,47 +120,127 @@ async fn kubectl_apply_get_patch_delete() {
 
     assert_eq!(k.ok(&["get", "--raw", "/readyz"]).await.trim(), "ok");
     let res = k.ok(&["api-resources"]).await;
-    assert!(res.contains("deployments") && res.contains("deploy") && res.contains("apps/v1"), "{res}");
+    assert!(
+        res.contains("deployments") && res.contains("deploy") && res.contains("apps/v1"),
+        "{res}"
+    );
 
-    let cm = k.write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"1\"\n  b: \"2\"\n");
+    let cm = k.write(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"1\"\n  b: \"2\"\n",
+    );
     assert!(k.ok(&["apply", "-f", &cm]).await.contains("created"));
-    k.write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"9\"\n");
+    k.write(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"9\"\n",
+    );
     assert!(k.ok(&["apply", "-f", &cm]).await.contains("configured"));
     let y = k.ok(&["get", "cm", "demo", "-o", "yaml"]).await;
-    assert!(y.contains("a: \"9\"") && !y.contains("b: \"2\""), "3-way SMP removed b: {y}");
+    assert!(
+        y.contains("a: \"9\"") && !y.contains("b: \"2\""),
+        "3-way SMP removed b: {y}"
+    );
     k.ok(&["label", "cm", "demo", "team=x"]).await;
     k.ok(&["annotate", "cm", "demo", "note=hi"]).await;
-    k.ok(&["patch", "cm", "demo", "--type", "merge", "-p", r#"{"data":{"m":"1"}}"#]).await;
-    k.ok(&["patch", "cm", "demo", "--type", "json", "-p", r#"[{"op":"add","path":"/data/j","value":"2"}]"#]).await;
-    k.ok(&["patch", "cm", "demo", "--type", "strategic", "-p", r#"{"data":{"s":"3"}}"#]).await;
+    k.ok(&[
+        "patch",
+        "cm",
+        "demo",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"m":"1"}}"#,
+    ])
+    .await;
+    k.ok(&[
+        "patch",
+        "cm",
+        "demo",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"add","path":"/data/j","value":"2"}]"#,
+    ])
+    .await;
+    k.ok(&[
+        "patch",
+        "cm",
+        "demo",
+        "--type",
+        "strategic",
+        "-p",
+        r#"{"data":{"s":"3"}}"#,
+    ])
+    .await;
     let j = k.ok(&["get", "cm", "demo", "-o", "json"]).await;
     let v: serde_json::Value = serde_json::from_str(&j).unwrap();
     assert_eq!(v["metadata"]["labels"]["team"], "x");
     assert_eq!(v["metadata"]["annotations"]["note"], "hi");
-    assert_eq!((v["data"]["m"].as_str(), v["data"]["j"].as_str(), v["data"]["s"].as_str()), (Some("1"), Some("2"), Some("3")));
-    let (ok, _, err) = k.run(&["patch", "cm", "demo", "--type", "merge", "-p", r#"{"metadata":{"labels":{"bad":"not valid!"}}}"#]).await;
-    assert!(!ok && err.contains("is invalid") && err.contains("metadata.labels"), "server-side 422: {err}");
+    assert_eq!(
+        (
+            v["data"]["m"].as_str(),
+            v["data"]["j"].as_str(),
+            v["data"]["s"].as_str()
+        ),
+        (Some("1"), Some("2"), Some("3"))
+    );
+    let (ok, _, err) = k
+        .run(&[
+            "patch",
+            "cm",
+            "demo",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"metadata":{"labels":{"bad":"not valid!"}}}"#,
+        ])
+        .await;
+    assert!(
+        !ok && err.contains("is invalid") && err.contains("metadata.labels"),
+        "server-side 422: {err}"
+    );
 
     // Deployment: strategic merge on containers.
     let dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: c\n        image: nginx:1\n";
     let f = k.write("dep.yaml", dep);
     k.ok(&["apply", "-f", &f]).await;
-    k.write("dep.yaml", &dep.replace("nginx:1", "nginx:2").replace("replicas: 1", "replicas: 2"));
+    k.write(
+        "dep.yaml",
+        &dep.replace("nginx:1", "nginx:2")
+            .replace("replicas: 1", "replicas: 2"),
+    );
     k.ok(&["apply", "-f", &f]).await;
     let img = k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image} {.spec.replicas} {.metadata.generation}"]).await;
     assert_eq!(img.trim(), "nginx:2 2 2");
     k.ok(&["scale", "deploy", "web", "--replicas=4"]).await;
-    assert_eq!(k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]).await.trim(), "4");
+    assert_eq!(
+        k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"])
+            .await
+            .trim(),
+        "4"
+    );
 
     // Server-side apply.
-    let ssa = k.write("ssa.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  k: v\n");
+    let ssa = k.write(
+        "ssa.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  k: v\n",
+    );
     k.ok(&["apply", "--server-side", "-f", &ssa]).await;
-    k.write("ssa.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  k: w\n");
+    k.write(
+        "ssa.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  k: w\n",
+    );
     k.ok(&["apply", "--server-side", "-f", &ssa]).await;
-    assert_eq!(k.ok(&["get", "cm", "ssa", "-o", "jsonpath={.data.k}"]).await, "w");
+    assert_eq!(
+        k.ok(&["get", "cm", "ssa", "-o", "jsonpath={.data.k}"])
+            .await,
+        "w"
+    );
 
     // delete --wait (field-selector list + watch).
-    let d = k.ok(&["delete", "cm", "demo", "--wait=true", "--timeout=20s"]).await;
+    let d = k
+        .ok(&["delete", "cm", "demo", "--wait=true", "--timeout=20s"])
+        .await;
     assert!(d.contains("deleted"), "{d}");
     let (ok, _, err) = k.run(&["get", "cm", "demo"]).await;
     assert!(!ok && err.contains("NotFound"), "{err}");
@@ -187,14 +280,27 @@ spec:
 "#,
     );
     k.ok(&["apply", "-f", &crd]).await;
-    k.ok(&["wait", "--for=condition=Established", "crd/gizmos.example.com", "--timeout=20s"]).await;
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/gizmos.example.com",
+        "--timeout=20s",
+    ])
+    .await;
     let cr = k.write("cr.yaml", "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: g\nspec:\n  size: 1\n  tags: [a, b]\n");
     k.ok(&["apply", "-f", &cr]).await;
-    k.write("cr.yaml", "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: g\nspec:\n  size: 2\n");
+    k.write(
+        "cr.yaml",
+        "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: g\nspec:\n  size: 2\n",
+    );
     k.ok(&["apply", "-f", &cr]).await;
-    let v: serde_json::Value = serde_json::from_str(&k.ok(&["get", "gz", "g", "-o", "json"]).await).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&k.ok(&["get", "gz", "g", "-o", "json"]).await).unwrap();
     assert_eq!(v["spec"]["size"], 2);
-    assert!(v["spec"].get("tags").is_none(), "3-way merge patch removed tags: {v}");
+    assert!(
+        v["spec"].get("tags").is_none(),
+        "3-way merge patch removed tags: {v}"
+    );
 
     // get -w sees a later create.
     let mut child = tokio::process::Command::new(&k.bin)
@@ -208,16 +314,24 @@ spec:
         .spawn()
         .expect("spawn kubectl get -w");
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let cr2 = k.write("cr2.yaml", "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: later\nspec:\n  size: 3\n");
+    let cr2 = k.write(
+        "cr2.yaml",
+        "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: later\nspec:\n  size: 3\n",
+    );
     k.ok(&["apply", "-f", &cr2]).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let _ = child.start_kill();
     let out = child.wait_with_output().await.expect("output");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("gizmo.example.com/g") && text.contains("gizmo.example.com/later"), "watch output: {text} / {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("gizmo.example.com/g") && text.contains("gizmo.example.com/later"),
+        "watch output: {text} / {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // Deleting the CRD removes its objects.
-    k.ok(&["delete", "-f", &crd, "--wait=true", "--timeout=20s"]).await;
+    k.ok(&["delete", "-f", &crd, "--wait=true", "--timeout=20s"])
+        .await;
     let (ok, _, _) = k.run(&["get", "crd", "gizmos.example.com"]).await;
     assert!(!ok);
 }

@@ -44,13 +44,24 @@ async fn finalizers_hold_deletion() {
     assert!(got.metadata.deletion_timestamp.is_some());
     // Adding a new finalizer while deleting is refused.
     let err = api
-        .patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold", "x.io/new"]}})))
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold", "x.io/new"]}})),
+        )
         .await
         .expect_err("no new finalizers");
-    assert!(matches!(err, kube::Error::Api(ref s) if s.code == 403), "{err:?}");
-    api.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
-        .await
-        .unwrap();
+    assert!(
+        matches!(err, kube::Error::Api(ref s) if s.code == 403),
+        "{err:?}"
+    );
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
     assert!(!exists(&api, "held").await);
 }
 
@@ -60,32 +71,87 @@ async fn garbage_collection_policies() {
     let api: Api<ConfigMap> = Api::namespaced(client(&srv), "default");
 
     // Background.
-    let owner = api.create(&PostParams::default(), &cm("owner", None)).await.unwrap();
-    api.create(&PostParams::default(), &cm("child", Some(&owner))).await.unwrap();
-    api.delete("owner", &DeleteParams::background()).await.unwrap();
-    assert!(eventually(|| { let a = api.clone(); async move { !exists(&a, "child").await } }).await, "background GC");
+    let owner = api
+        .create(&PostParams::default(), &cm("owner", None))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("child", Some(&owner)))
+        .await
+        .unwrap();
+    api.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    assert!(
+        eventually(|| {
+            let a = api.clone();
+            async move { !exists(&a, "child").await }
+        })
+        .await,
+        "background GC"
+    );
 
     // Foreground: the owner waits for the dependent (held by a finalizer) to go.
-    let owner = api.create(&PostParams::default(), &cm("fowner", None)).await.unwrap();
+    let owner = api
+        .create(&PostParams::default(), &cm("fowner", None))
+        .await
+        .unwrap();
     let mut child = cm("fchild", Some(&owner));
     child.metadata.finalizers = Some(vec!["example.com/slow".into()]);
     api.create(&PostParams::default(), &child).await.unwrap();
-    api.delete("fowner", &DeleteParams::foreground()).await.unwrap();
-    assert!(eventually(|| {
-        let a = api.clone();
-        async move { a.get("fchild").await.map(|c| c.metadata.deletion_timestamp.is_some()).unwrap_or(false) }
-    })
-    .await);
+    api.delete("fowner", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    assert!(
+        eventually(|| {
+            let a = api.clone();
+            async move {
+                a.get("fchild")
+                    .await
+                    .map(|c| c.metadata.deletion_timestamp.is_some())
+                    .unwrap_or(false)
+            }
+        })
+        .await
+    );
     let o = api.get("fowner").await.expect("owner waits");
-    assert!(o.metadata.finalizers.unwrap_or_default().contains(&"foregroundDeletion".to_string()));
-    api.patch("fchild", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
-    assert!(eventually(|| { let a = api.clone(); async move { !exists(&a, "fowner").await } }).await, "foreground completes");
+    assert!(
+        o.metadata
+            .finalizers
+            .unwrap_or_default()
+            .contains(&"foregroundDeletion".to_string())
+    );
+    api.patch(
+        "fchild",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert!(
+        eventually(|| {
+            let a = api.clone();
+            async move { !exists(&a, "fowner").await }
+        })
+        .await,
+        "foreground completes"
+    );
 
     // Orphan: the dependent stays, without the owner reference.
-    let owner = api.create(&PostParams::default(), &cm("oowner", None)).await.unwrap();
-    api.create(&PostParams::default(), &cm("ochild", Some(&owner))).await.unwrap();
+    let owner = api
+        .create(&PostParams::default(), &cm("oowner", None))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("ochild", Some(&owner)))
+        .await
+        .unwrap();
     api.delete("oowner", &DeleteParams::orphan()).await.unwrap();
-    assert!(eventually(|| { let a = api.clone(); async move { !exists(&a, "oowner").await } }).await);
+    assert!(
+        eventually(|| {
+            let a = api.clone();
+            async move { !exists(&a, "oowner").await }
+        })
+        .await
+    );
     let c = api.get("ochild").await.expect("orphan kept");
     assert!(c.metadata.owner_references.unwrap_or_default().is_empty());
 }
@@ -101,17 +167,51 @@ async fn namespace_deletion_empties_then_removes() {
     let mut held = cm("held", None);
     held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
     api.create(&PostParams::default(), &held).await.unwrap();
-    api.create(&PostParams::default(), &cm("free", None)).await.unwrap();
-    nss.delete("doomed", &DeleteParams::default()).await.unwrap();
+    api.create(&PostParams::default(), &cm("free", None))
+        .await
+        .unwrap();
+    nss.delete("doomed", &DeleteParams::default())
+        .await
+        .unwrap();
     let n = nss.get("doomed").await.unwrap();
-    assert_eq!(n.status.and_then(|s| s.phase).as_deref(), Some("Terminating"));
+    assert_eq!(
+        n.status.and_then(|s| s.phase).as_deref(),
+        Some("Terminating")
+    );
     // Creating in a terminating namespace is forbidden.
-    let err = api.create(&PostParams::default(), &cm("late", None)).await.expect_err("terminating");
-    assert!(matches!(err, kube::Error::Api(ref s) if s.code == 403), "{err:?}");
-    assert!(eventually(|| { let a = api.clone(); async move { !exists(&a, "free").await } }).await);
-    assert!(nss.get_opt("doomed").await.unwrap().is_some(), "held by the finalizer of `held`");
-    api.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
-    assert!(eventually(|| { let n = nss.clone(); async move { n.get_opt("doomed").await.unwrap().is_none() } }).await);
+    let err = api
+        .create(&PostParams::default(), &cm("late", None))
+        .await
+        .expect_err("terminating");
+    assert!(
+        matches!(err, kube::Error::Api(ref s) if s.code == 403),
+        "{err:?}"
+    );
+    assert!(
+        eventually(|| {
+            let a = api.clone();
+            async move { !exists(&a, "free").await }
+        })
+        .await
+    );
+    assert!(
+        nss.get_opt("doomed").await.unwrap().is_some(),
+        "held by the finalizer of `held`"
+    );
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert!(
+        eventually(|| {
+            let n = nss.clone();
+            async move { n.get_opt("doomed").await.unwrap().is_none() }
+        })
+        .await
+    );
 }
 
 #[tokio::test]
@@ -126,8 +226,15 @@ async fn controller_with_finalizer_helper() {
         applied: Arc<AtomicUsize>,
         cleaned: Arc<AtomicUsize>,
     }
-    let ctx = Arc::new(Ctx { api: api.clone(), applied: applied.clone(), cleaned: cleaned.clone() });
-    async fn reconcile(obj: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, kube::runtime::finalizer::Error<std::convert::Infallible>> {
+    let ctx = Arc::new(Ctx {
+        api: api.clone(),
+        applied: applied.clone(),
+        cleaned: cleaned.clone(),
+    });
+    async fn reconcile(
+        obj: Arc<ConfigMap>,
+        ctx: Arc<Ctx>,
+    ) -> Result<Action, kube::runtime::finalizer::Error<std::convert::Infallible>> {
         let a = ctx.applied.clone();
         let cl = ctx.cleaned.clone();
         finalizer(&ctx.api, "example.com/cleanup", obj, |ev| async move {
@@ -139,7 +246,11 @@ async fn controller_with_finalizer_helper() {
         })
         .await
     }
-    fn error_policy(_: Arc<ConfigMap>, _: &kube::runtime::finalizer::Error<std::convert::Infallible>, _: Arc<Ctx>) -> Action {
+    fn error_policy(
+        _: Arc<ConfigMap>,
+        _: &kube::runtime::finalizer::Error<std::convert::Infallible>,
+        _: Arc<Ctx>,
+    ) -> Action {
         Action::requeue(Duration::from_millis(100))
     }
     let ctrl = tokio::spawn(
@@ -147,13 +258,45 @@ async fn controller_with_finalizer_helper() {
             .run(reconcile, error_policy, ctx)
             .for_each(|_| async {}),
     );
-    api.create(&PostParams::default(), &cm("managed", None)).await.unwrap();
-    assert!(eventually(|| { let a = api.clone(); async move {
-        a.get("managed").await.map(|c| c.metadata.finalizers.unwrap_or_default().contains(&"example.com/cleanup".to_string())).unwrap_or(false)
-    } }).await, "finalizer added");
-    assert!(eventually(|| { let n = applied.load(Ordering::SeqCst); async move { n >= 1 } }).await);
-    api.delete("managed", &DeleteParams::default()).await.unwrap();
-    assert!(eventually(|| { let a = api.clone(); async move { !exists(&a, "managed").await } }).await, "cleanup ran and object went");
+    api.create(&PostParams::default(), &cm("managed", None))
+        .await
+        .unwrap();
+    assert!(
+        eventually(|| {
+            let a = api.clone();
+            async move {
+                a.get("managed")
+                    .await
+                    .map(|c| {
+                        c.metadata
+                            .finalizers
+                            .unwrap_or_default()
+                            .contains(&"example.com/cleanup".to_string())
+                    })
+                    .unwrap_or(false)
+            }
+        })
+        .await,
+        "finalizer added"
+    );
+    assert!(
+        eventually(|| {
+            let n = applied.load(Ordering::SeqCst);
+            async move { n >= 1 }
+        })
+        .await
+    );
+    api.delete("managed", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(
+        eventually(|| {
+            let a = api.clone();
+            async move { !exists(&a, "managed").await }
+        })
+        .await,
+        "cleanup ran and object went"
+    );
     assert!(cleaned.load(Ordering::SeqCst) >= 1);
     ctrl.abort();
 }

@@ -38,9 +38,14 @@ print("python-ok")
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_lists_and_watches() {
     let ci = std::env::var("CI").as_deref() == Ok("true");
-    let probe = std::process::Command::new("python3").args(["-c", "import kubernetes"]).output();
+    let probe = std::process::Command::new("python3")
+        .args(["-c", "import kubernetes"])
+        .output();
     if !probe.map(|o| o.status.success()).unwrap_or(false) {
-        assert!(!ci, "python3 with the kubernetes package is required under CI=true");
+        assert!(
+            !ci,
+            "python3 with the kubernetes package is required under CI=true"
+        );
         println!("skipping: python3 `kubernetes` package not available");
         return;
     }
@@ -62,7 +67,10 @@ async fn python_client_lists_and_watches() {
     std::fs::write(&script, SCRIPT).unwrap();
     let out = tokio::time::timeout(
         Duration::from_secs(60),
-        tokio::process::Command::new("python3").arg(&script).arg(&kc).output(),
+        tokio::process::Command::new("python3")
+            .arg(&script)
+            .arg(&kc)
+            .output(),
     )
     .await
     .expect("python finished")

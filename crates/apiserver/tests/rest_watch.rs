@@ -18,11 +18,17 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 fn cm(name: &str, label: &str) -> ConfigMap {
-    serde_json::from_value(json!({"metadata": {"name": name, "labels": {"tier": label}}, "data": {"a": "1"}})).unwrap()
+    serde_json::from_value(
+        json!({"metadata": {"name": name, "labels": {"tier": label}}, "data": {"a": "1"}}),
+    )
+    .unwrap()
 }
 
 /// Opens a watch and returns a receiver of parsed lines.
-async fn open_watch(r: &axum::Router, uri: &str) -> (u16, tokio::sync::mpsc::UnboundedReceiver<Value>) {
+async fn open_watch(
+    r: &axum::Router,
+    uri: &str,
+) -> (u16, tokio::sync::mpsc::UnboundedReceiver<Value>) {
     let req = Request::builder().uri(uri).body(Body::empty()).unwrap();
     let resp = r.clone().oneshot(req).await.unwrap();
     let code = resp.status().as_u16();
@@ -35,7 +41,8 @@ async fn open_watch(r: &axum::Router, uri: &str) -> (u16, tokio::sync::mpsc::Unb
                 buf.extend_from_slice(&data);
                 while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
                     let line: Vec<u8> = buf.drain(..=pos).collect();
-                    let v: Value = serde_json::from_slice(&line).expect("each line is one JSON event");
+                    let v: Value =
+                        serde_json::from_slice(&line).expect("each line is one JSON event");
                     if tx.send(v).is_err() {
                         return;
                     }
@@ -47,7 +54,10 @@ async fn open_watch(r: &axum::Router, uri: &str) -> (u16, tokio::sync::mpsc::Unb
 }
 
 async fn next(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Value>) -> Value {
-    tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.expect("event in time").expect("stream open")
+    tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("event in time")
+        .expect("stream open")
 }
 
 #[tokio::test]
@@ -55,42 +65,77 @@ async fn watch_events_and_resource_versions() {
     let srv = server().await;
     let r = srv.router();
     let api: Api<ConfigMap> = Api::namespaced(client(&srv), "default");
-    let a = api.create(&PostParams::default(), &cm("a", "front")).await.unwrap();
+    let a = api
+        .create(&PostParams::default(), &cm("a", "front"))
+        .await
+        .unwrap();
     let rv_a: i64 = a.metadata.resource_version.unwrap().parse().unwrap();
 
     // Unset RV: synthetic ADDED for existing objects, then live events.
     let (code, mut rx) = open_watch(&r, "/api/v1/namespaces/default/configmaps?watch=true").await;
     assert_eq!(code, 200);
     let e = next(&mut rx).await;
-    assert_eq!((e["type"].as_str(), e["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("a")));
-    api.create(&PostParams::default(), &cm("b", "back")).await.unwrap();
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["metadata"]["name"].as_str()),
+        (Some("ADDED"), Some("a"))
+    );
+    api.create(&PostParams::default(), &cm("b", "back"))
+        .await
+        .unwrap();
     let e = next(&mut rx).await;
-    assert_eq!((e["type"].as_str(), e["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("b")));
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["metadata"]["name"].as_str()),
+        (Some("ADDED"), Some("b"))
+    );
     api.delete("b", &Default::default()).await.unwrap();
     let e = next(&mut rx).await;
     assert_eq!(e["type"], "DELETED");
 
     // Exact RV: only events after it (b's ADDED and DELETED).
-    let (_, mut rx) = open_watch(&r, &format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv_a}")).await;
+    let (_, mut rx) = open_watch(
+        &r,
+        &format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv_a}"),
+    )
+    .await;
     assert_eq!(next(&mut rx).await["type"], "ADDED");
     assert_eq!(next(&mut rx).await["type"], "DELETED");
 
     // Label selector transitions: leaving the selector is DELETED, entering is ADDED.
     let (_, mut rx) = open_watch(&r, &format!("/api/v1/namespaces/default/configmaps?watch=true&labelSelector=tier%3Dfront&resourceVersion={}", srv_rev(&api).await)).await;
-    api.patch("a", &Default::default(), &kube::api::Patch::Merge(json!({"metadata": {"labels": {"tier": "back"}}}))).await.unwrap();
+    api.patch(
+        "a",
+        &Default::default(),
+        &kube::api::Patch::Merge(json!({"metadata": {"labels": {"tier": "back"}}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(next(&mut rx).await["type"], "DELETED");
-    api.patch("a", &Default::default(), &kube::api::Patch::Merge(json!({"metadata": {"labels": {"tier": "front"}}}))).await.unwrap();
+    api.patch(
+        "a",
+        &Default::default(),
+        &kube::api::Patch::Merge(json!({"metadata": {"labels": {"tier": "front"}}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(next(&mut rx).await["type"], "ADDED");
 
     // Field selector watch as `kubectl delete --wait` uses it.
     let (_, mut rx) = open_watch(&r, &format!("/api/v1/namespaces/default/configmaps?watch=true&fieldSelector=metadata.name%3Da&allowWatchBookmarks=true&resourceVersion={}", srv_rev(&api).await)).await;
     api.delete("a", &Default::default()).await.unwrap();
     let e = next(&mut rx).await;
-    assert_eq!((e["type"].as_str(), e["object"]["metadata"]["name"].as_str()), (Some("DELETED"), Some("a")));
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["metadata"]["name"].as_str()),
+        (Some("DELETED"), Some("a"))
+    );
 }
 
 async fn srv_rev(api: &Api<ConfigMap>) -> String {
-    api.list(&Default::default()).await.unwrap().metadata.resource_version.unwrap()
+    api.list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
 }
 
 #[tokio::test]
@@ -99,7 +144,9 @@ async fn streaming_list_bookmark_gone_and_timeout() {
     let r = srv.router();
     let api: Api<ConfigMap> = Api::namespaced(client(&srv), "default");
     for n in ["x", "y"] {
-        api.create(&PostParams::default(), &cm(n, "t")).await.unwrap();
+        api.create(&PostParams::default(), &cm(n, "t"))
+            .await
+            .unwrap();
     }
     let (_, mut rx) = open_watch(
         &r,
@@ -110,27 +157,55 @@ async fn streaming_list_bookmark_gone_and_timeout() {
     assert_eq!(next(&mut rx).await["type"], "ADDED");
     let b = next(&mut rx).await;
     assert_eq!(b["type"], "BOOKMARK");
-    assert_eq!(b["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
-    assert!(b["object"]["metadata"]["resourceVersion"].as_str().is_some());
+    assert_eq!(
+        b["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+    assert!(
+        b["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .is_some()
+    );
 
     // timeoutSeconds closes the stream.
-    let (_, mut rx) = open_watch(&r, "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1&resourceVersion=999999").await;
+    let (_, mut rx) = open_watch(
+        &r,
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1&resourceVersion=999999",
+    )
+    .await;
     let _ = &mut rx;
     // RV in the future: 504-style error, or a stream that ends; both acceptable to clients.
-    let (_, mut rx2) = open_watch(&r, &format!("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1&resourceVersion={}", srv_rev(&api).await)).await;
-    let end = tokio::time::timeout(Duration::from_secs(4), rx2.recv()).await.expect("closed by timeout");
+    let (_, mut rx2) = open_watch(
+        &r,
+        &format!(
+            "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1&resourceVersion={}",
+            srv_rev(&api).await
+        ),
+    )
+    .await;
+    let end = tokio::time::timeout(Duration::from_secs(4), rx2.recv())
+        .await
+        .expect("closed by timeout");
     assert!(end.is_none(), "no events, then the stream ends");
 
     // A compacted RV gets 410 Expired in an ERROR event.
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = fleet_apiserver::store::StoreConfig::file(dir.path().join("db"));
     cfg.history = 16;
-    let srv2 = fleet_apiserver::ApiServer::new(fleet_apiserver::ApiServerConfig::with_store(cfg)).await.unwrap();
+    let srv2 = fleet_apiserver::ApiServer::new(fleet_apiserver::ApiServerConfig::with_store(cfg))
+        .await
+        .unwrap();
     let api2: Api<ConfigMap> = Api::namespaced(client(&srv2), "default");
     for i in 0..60 {
-        api2.create(&PostParams::default(), &cm(&format!("c{i}"), "t")).await.unwrap();
+        api2.create(&PostParams::default(), &cm(&format!("c{i}"), "t"))
+            .await
+            .unwrap();
     }
-    let (code, mut rx) = open_watch(&srv2.router(), "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=2").await;
+    let (code, mut rx) = open_watch(
+        &srv2.router(),
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=2",
+    )
+    .await;
     if code == 200 {
         let e = next(&mut rx).await;
         assert_eq!(e["type"], "ERROR");
@@ -145,9 +220,13 @@ async fn streaming_list_bookmark_gone_and_timeout() {
 async fn kube_watcher_and_reflector() {
     let srv = server().await;
     let api: Api<ConfigMap> = Api::namespaced(client(&srv), "default");
-    api.create(&PostParams::default(), &cm("one", "t")).await.unwrap();
+    api.create(&PostParams::default(), &cm("one", "t"))
+        .await
+        .unwrap();
     let (reader, writer) = reflector::store::<ConfigMap>();
-    let stream = watcher(api.clone(), watcher::Config::default()).reflect(writer).applied_objects();
+    let stream = watcher(api.clone(), watcher::Config::default())
+        .reflect(writer)
+        .applied_objects();
     let handle = tokio::spawn(async move {
         let mut s = std::pin::pin!(stream);
         while let Some(item) = s.next().await {
@@ -158,14 +237,30 @@ async fn kube_watcher_and_reflector() {
     });
     reader.wait_until_ready().await.unwrap();
     assert_eq!(reader.state().len(), 1);
-    api.create(&PostParams::default(), &cm("two", "t")).await.unwrap();
-    assert!(eventually(|| { let n = reader.state().len(); async move { n == 2 } }).await);
+    api.create(&PostParams::default(), &cm("two", "t"))
+        .await
+        .unwrap();
+    assert!(
+        eventually(|| {
+            let n = reader.state().len();
+            async move { n == 2 }
+        })
+        .await
+    );
     api.delete("one", &Default::default()).await.unwrap();
-    assert!(eventually(|| { let n = reader.state().len(); async move { n == 1 } }).await);
+    assert!(
+        eventually(|| {
+            let n = reader.state().len();
+            async move { n == 1 }
+        })
+        .await
+    );
 
     // Streaming-list mode (sendInitialEvents) works too.
     let (reader2, writer2) = reflector::store::<ConfigMap>();
-    let stream2 = watcher(api.clone(), watcher::Config::default().streaming_lists()).reflect(writer2).applied_objects();
+    let stream2 = watcher(api.clone(), watcher::Config::default().streaming_lists())
+        .reflect(writer2)
+        .applied_objects();
     let h2 = tokio::spawn(async move {
         let mut s = std::pin::pin!(stream2);
         while let Some(item) = s.next().await {

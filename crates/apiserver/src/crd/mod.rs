@@ -17,7 +17,12 @@ fn s<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
 
 fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -33,18 +38,27 @@ pub fn infos_from_crd(crd: &Value) -> Result<Vec<ResourceInfo>, Vec<Cause>> {
     if group.is_empty() {
         causes.push(Cause::required("spec.group"));
     } else if !group.contains('.') {
-        causes.push(Cause::invalid("spec.group", format!("Invalid value: {group:?}: should be a domain with at least one dot")));
+        causes.push(Cause::invalid(
+            "spec.group",
+            format!("Invalid value: {group:?}: should be a domain with at least one dot"),
+        ));
     }
     if plural.is_empty() {
         causes.push(Cause::required("spec.names.plural"));
     } else if crate::validation::dns1123_label(plural).is_err() {
-        causes.push(Cause::invalid("spec.names.plural", format!("Invalid value: {plural:?}: a lowercase RFC 1123 label is required")));
+        causes.push(Cause::invalid(
+            "spec.names.plural",
+            format!("Invalid value: {plural:?}: a lowercase RFC 1123 label is required"),
+        ));
     }
     if kind.is_empty() {
         causes.push(Cause::required("spec.names.kind"));
     }
     if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
-        causes.push(Cause::invalid("metadata.name", format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group")));
+        causes.push(Cause::invalid(
+            "metadata.name",
+            format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"),
+        ));
     }
     let namespaced = match scope {
         "Namespaced" => true,
@@ -54,20 +68,40 @@ pub fn infos_from_crd(crd: &Value) -> Result<Vec<ResourceInfo>, Vec<Cause>> {
             true
         }
         other => {
-            causes.push(Cause { field: "spec.scope".into(), reason: "FieldValueNotSupported", message: format!("Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\"") });
+            causes.push(Cause {
+                field: "spec.scope".into(),
+                reason: "FieldValueNotSupported",
+                message: format!(
+                    "Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""
+                ),
+            });
             true
         }
     };
-    let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if versions.is_empty() {
         causes.push(Cause::required("spec.versions"));
     }
-    let storage_count = versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).count();
+    let storage_count = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .count();
     if !versions.is_empty() && storage_count != 1 {
-        causes.push(Cause::invalid("spec.versions", "Invalid value: must have exactly one version marked as storage version"));
+        causes.push(Cause::invalid(
+            "spec.versions",
+            "Invalid value: must have exactly one version marked as storage version",
+        ));
     }
-    let singular = s(crd, "/spec/names/singular").map(str::to_string).unwrap_or_else(|| kind.to_ascii_lowercase());
-    let list_kind = s(crd, "/spec/names/listKind").map(str::to_string).unwrap_or_else(|| format!("{kind}List"));
+    let singular = s(crd, "/spec/names/singular")
+        .map(str::to_string)
+        .unwrap_or_else(|| kind.to_ascii_lowercase());
+    let list_kind = s(crd, "/spec/names/listKind")
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{kind}List"));
     let short_names = strings(crd.pointer("/spec/names/shortNames"));
     let categories = strings(crd.pointer("/spec/names/categories"));
     let mut infos = Vec::new();
@@ -79,7 +113,10 @@ pub fn infos_from_crd(crd: &Value) -> Result<Vec<ResourceInfo>, Vec<Cause>> {
         }
         let schema_json = v.pointer("/schema/openAPIV3Schema");
         let schema = match schema_json {
-            Some(sj) => match Structural::from_json(sj, &format!("spec.versions[{i}].schema.openAPIV3Schema")) {
+            Some(sj) => match Structural::from_json(
+                sj,
+                &format!("spec.versions[{i}].schema.openAPIV3Schema"),
+            ) {
                 Ok(st) => Some(Arc::new(st)),
                 Err(c) => {
                     causes.push(c);
@@ -87,28 +124,54 @@ pub fn infos_from_crd(crd: &Value) -> Result<Vec<ResourceInfo>, Vec<Cause>> {
                 }
             },
             None => {
-                causes.push(Cause::required(format!("spec.versions[{i}].schema.openAPIV3Schema")));
+                causes.push(Cause::required(format!(
+                    "spec.versions[{i}].schema.openAPIV3Schema"
+                )));
                 None
             }
         };
         if v.get("served").and_then(Value::as_bool) != Some(true) {
             continue;
         }
-        let status = v.pointer("/subresources/status").is_some_and(|x| !x.is_null());
-        let scale = v.pointer("/subresources/scale").filter(|x| x.is_object()).map(|sc| ScalePaths {
-            spec_replicas: s(sc, "/specReplicasPath").unwrap_or(".spec.replicas").trim_start_matches('.').to_string(),
-            status_replicas: s(sc, "/statusReplicasPath").unwrap_or(".status.replicas").trim_start_matches('.').to_string(),
-            label_selector: s(sc, "/labelSelectorPath").map(|p| p.trim_start_matches('.').to_string()),
-        });
+        let status = v
+            .pointer("/subresources/status")
+            .is_some_and(|x| !x.is_null());
+        let scale = v
+            .pointer("/subresources/scale")
+            .filter(|x| x.is_object())
+            .map(|sc| ScalePaths {
+                spec_replicas: s(sc, "/specReplicasPath")
+                    .unwrap_or(".spec.replicas")
+                    .trim_start_matches('.')
+                    .to_string(),
+                status_replicas: s(sc, "/statusReplicasPath")
+                    .unwrap_or(".status.replicas")
+                    .trim_start_matches('.')
+                    .to_string(),
+                label_selector: s(sc, "/labelSelectorPath")
+                    .map(|p| p.trim_start_matches('.').to_string()),
+            });
         let printer_columns = v
             .get("additionalPrinterColumns")
             .and_then(Value::as_array)
             .map(|cols| {
                 cols.iter()
                     .map(|c| PrinterColumn {
-                        name: c.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
-                        kind: c.get("type").and_then(Value::as_str).unwrap_or("string").to_string(),
-                        json_path: c.get("jsonPath").and_then(Value::as_str).unwrap_or("").to_string(),
+                        name: c
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                        kind: c
+                            .get("type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("string")
+                            .to_string(),
+                        json_path: c
+                            .get("jsonPath")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
                     })
                     .collect()
             })
@@ -135,7 +198,11 @@ pub fn infos_from_crd(crd: &Value) -> Result<Vec<ResourceInfo>, Vec<Cause>> {
             infos.push(info);
         }
     }
-    if causes.is_empty() { Ok(infos) } else { Err(causes) }
+    if causes.is_empty() {
+        Ok(infos)
+    } else {
+        Err(causes)
+    }
 }
 
 /// Sets `status.acceptedNames`, `status.storedVersions` and the `NamesAccepted`/`Established`
@@ -144,9 +211,15 @@ pub fn set_status(crd: &mut Value) {
     let names = crd.pointer("/spec/names").cloned().unwrap_or(json!({}));
     let mut accepted = names.clone();
     if let Some(m) = accepted.as_object_mut() {
-        let kind = m.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
-        m.entry("singular").or_insert_with(|| json!(kind.to_ascii_lowercase()));
-        m.entry("listKind").or_insert_with(|| json!(format!("{kind}List")));
+        let kind = m
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        m.entry("singular")
+            .or_insert_with(|| json!(kind.to_ascii_lowercase()));
+        m.entry("listKind")
+            .or_insert_with(|| json!(format!("{kind}List")));
     }
     let storage: Vec<String> = crd
         .pointer("/spec/versions")
@@ -169,7 +242,10 @@ pub fn set_status(crd: &mut Value) {
     let old_time = |t: &str| -> String {
         old.get("conditions")
             .and_then(Value::as_array)
-            .and_then(|cs| cs.iter().find(|c| c.get("type").and_then(Value::as_str) == Some(t)))
+            .and_then(|cs| {
+                cs.iter()
+                    .find(|c| c.get("type").and_then(Value::as_str) == Some(t))
+            })
             .filter(|c| c.get("status").and_then(Value::as_str) == Some("True"))
             .and_then(|c| c.get("lastTransitionTime").and_then(Value::as_str))
             .map(str::to_string)
@@ -216,7 +292,10 @@ mod tests {
         assert_eq!(i.len(), 2);
         assert_eq!(i[0].version, "v1");
         assert!(i[0].status);
-        assert_eq!(i[0].scale.as_ref().map(|s| s.spec_replicas.as_str()), Some("spec.size"));
+        assert_eq!(
+            i[0].scale.as_ref().map(|s| s.spec_replicas.as_str()),
+            Some("spec.size")
+        );
         assert_eq!(i[0].singular, "widget");
         assert_eq!(i[0].list_kind, "WidgetList");
         assert!(!i[1].status);

@@ -64,8 +64,14 @@ impl Structural {
                 .get("x-kubernetes-preserve-unknown-fields")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
-            int_or_string: m.get("x-kubernetes-int-or-string").and_then(Value::as_bool).unwrap_or(false),
-            embedded: m.get("x-kubernetes-embedded-resource").and_then(Value::as_bool).unwrap_or(false),
+            int_or_string: m
+                .get("x-kubernetes-int-or-string")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            embedded: m
+                .get("x-kubernetes-embedded-resource")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             default: m.get("default").cloned(),
             minimum: m.get("minimum").and_then(Value::as_f64),
             maximum: m.get("maximum").and_then(Value::as_f64),
@@ -79,22 +85,35 @@ impl Structural {
             s.enum_values = e.clone();
         }
         if let Some(Value::Array(r)) = m.get("required") {
-            s.required = r.iter().filter_map(Value::as_str).map(str::to_string).collect();
+            s.required = r
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect();
         }
         if let Some(Value::Object(props)) = m.get("properties") {
             for (k, pv) in props {
-                s.properties.insert(k.clone(), Structural::from_json(pv, &format!("{path}.properties[{k}]"))?);
+                s.properties.insert(
+                    k.clone(),
+                    Structural::from_json(pv, &format!("{path}.properties[{k}]"))?,
+                );
             }
         }
         match m.get("additionalProperties") {
             Some(Value::Bool(true)) => s.additional_any = true,
             Some(v @ Value::Object(_)) => {
-                s.additional = Some(Box::new(Structural::from_json(v, &format!("{path}.additionalProperties"))?))
+                s.additional = Some(Box::new(Structural::from_json(
+                    v,
+                    &format!("{path}.additionalProperties"),
+                )?))
             }
             _ => {}
         }
         if let Some(items) = m.get("items") {
-            s.items = Some(Box::new(Structural::from_json(items, &format!("{path}.items"))?));
+            s.items = Some(Box::new(Structural::from_json(
+                items,
+                &format!("{path}.items"),
+            )?));
         }
         Ok(s)
     }
@@ -110,10 +129,9 @@ impl Structural {
                     }
                     return;
                 }
-                let open = self.preserve_unknown || self.additional_any || (self.embedded && false);
+                let open = self.preserve_unknown || self.additional_any;
                 map.retain(|k, _| {
-                    open
-                        || self.properties.contains_key(k)
+                    open || self.properties.contains_key(k)
                         || (root && (k == "apiVersion" || k == "kind" || k == "metadata"))
                         || (self.embedded && (k == "apiVersion" || k == "kind" || k == "metadata"))
                 });
@@ -139,10 +157,10 @@ impl Structural {
         match v {
             Value::Object(map) => {
                 for (k, p) in &self.properties {
-                    if !map.contains_key(k) {
-                        if let Some(d) = &p.default {
-                            map.insert(k.clone(), d.clone());
-                        }
+                    if !map.contains_key(k)
+                        && let Some(d) = &p.default
+                    {
+                        map.insert(k.clone(), d.clone());
                     }
                 }
                 for (k, child) in map.iter_mut() {
@@ -170,21 +188,29 @@ impl Structural {
             if !self.nullable && self.ty.is_some() && !path.is_empty() {
                 causes.push(Cause::invalid(
                     path.to_string(),
-                    format!("Invalid value: \"null\": {path} in body must be of type {}: \"null\"", self.ty.as_deref().unwrap_or("")),
+                    format!(
+                        "Invalid value: \"null\": {path} in body must be of type {}: \"null\"",
+                        self.ty.as_deref().unwrap_or("")
+                    ),
                 ));
             }
             return;
         }
         if self.int_or_string {
             if !(v.is_string() || v.is_i64() || v.is_u64()) {
-                causes.push(Cause::invalid(path.to_string(), format!("Invalid value: {v}: {path} in body must be of type integer-or-string")));
+                causes.push(Cause::invalid(
+                    path.to_string(),
+                    format!("Invalid value: {v}: {path} in body must be of type integer-or-string"),
+                ));
             }
         } else if let Some(ty) = &self.ty {
             let ok = match ty.as_str() {
                 "object" => v.is_object(),
                 "array" => v.is_array(),
                 "string" => v.is_string(),
-                "integer" => v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0),
+                "integer" => {
+                    v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0)
+                }
                 "number" => v.is_number(),
                 "boolean" => v.is_boolean(),
                 _ => true,
@@ -193,7 +219,11 @@ impl Structural {
                 causes.push(Cause {
                     field: path.to_string(),
                     reason: "FieldValueTypeInvalid",
-                    message: format!("Invalid value: {}: {path} in body must be of type {ty}: {}", json_type_name(v), quote(v)),
+                    message: format!(
+                        "Invalid value: {}: {path} in body must be of type {ty}: {}",
+                        json_type_name(v),
+                        quote(v)
+                    ),
                 });
                 return;
             }
@@ -203,7 +233,11 @@ impl Structural {
             causes.push(Cause {
                 field: path.to_string(),
                 reason: "FieldValueNotSupported",
-                message: format!("Unsupported value: {}: supported values: {}", quote(v), supported.join(", ")),
+                message: format!(
+                    "Unsupported value: {}: supported values: {}",
+                    quote(v),
+                    supported.join(", ")
+                ),
             });
         }
         if let Some(f) = v.as_f64() {
@@ -211,22 +245,40 @@ impl Structural {
                 causes.push(Cause::invalid(path.to_string(), format!("Invalid value: {v}: {path} in body should be greater than or equal to {min}")));
             }
             if let Some(max) = self.maximum.filter(|m| f > *m) {
-                causes.push(Cause::invalid(path.to_string(), format!("Invalid value: {v}: {path} in body should be less than or equal to {max}")));
+                causes.push(Cause::invalid(
+                    path.to_string(),
+                    format!(
+                        "Invalid value: {v}: {path} in body should be less than or equal to {max}"
+                    ),
+                ));
             }
         }
         if let Some(s) = v.as_str() {
             let n = s.chars().count() as u64;
             if let Some(min) = self.min_length.filter(|m| n < *m) {
-                causes.push(Cause::invalid(path.to_string(), format!("Invalid value: {}: {path} in body should be at least {min} chars long", quote(v))));
+                causes.push(Cause::invalid(
+                    path.to_string(),
+                    format!(
+                        "Invalid value: {}: {path} in body should be at least {min} chars long",
+                        quote(v)
+                    ),
+                ));
             }
             if let Some(max) = self.max_length.filter(|m| n > *m) {
-                causes.push(Cause { field: path.to_string(), reason: "FieldValueTooLong", message: format!("Too long: may not be more than {max} bytes") });
+                causes.push(Cause {
+                    field: path.to_string(),
+                    reason: "FieldValueTooLong",
+                    message: format!("Too long: may not be more than {max} bytes"),
+                });
             }
         }
         match v {
             Value::Object(map) => {
                 for r in &self.required {
-                    if !map.contains_key(r) || map.get(r).is_some_and(Value::is_null) && !self.properties.get(r).is_some_and(|p| p.nullable) {
+                    if !map.contains_key(r)
+                        || map.get(r).is_some_and(Value::is_null)
+                            && !self.properties.get(r).is_some_and(|p| p.nullable)
+                    {
                         causes.push(Cause::required(join(path, r)));
                     }
                 }
@@ -241,10 +293,19 @@ impl Structural {
             Value::Array(items) => {
                 let n = items.len() as u64;
                 if let Some(min) = self.min_items.filter(|m| n < *m) {
-                    causes.push(Cause::invalid(path.to_string(), format!("Invalid value: {n}: {path} in body should have at least {min} items")));
+                    causes.push(Cause::invalid(
+                        path.to_string(),
+                        format!(
+                            "Invalid value: {n}: {path} in body should have at least {min} items"
+                        ),
+                    ));
                 }
                 if let Some(max) = self.max_items.filter(|m| n > *m) {
-                    causes.push(Cause { field: path.to_string(), reason: "FieldValueTooMany", message: format!("Too many: {n}: must have at most {max} items") });
+                    causes.push(Cause {
+                        field: path.to_string(),
+                        reason: "FieldValueTooMany",
+                        message: format!("Too many: {n}: must have at most {max} items"),
+                    });
                 }
                 if let Some(it) = &self.items {
                     for (i, child) in items.iter().enumerate() {
@@ -282,7 +343,11 @@ impl Structural {
 }
 
 fn join(path: &str, k: &str) -> String {
-    if path.is_empty() { k.to_string() } else { format!("{path}.{k}") }
+    if path.is_empty() {
+        k.to_string()
+    } else {
+        format!("{path}.{k}")
+    }
 }
 
 fn json_type_name(v: &Value) -> &'static str {

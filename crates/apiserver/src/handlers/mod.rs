@@ -19,7 +19,10 @@ use crate::request::{Query, ResourcePath, Target, parse_path};
 /// A JSON response with the given status.
 pub fn json_response(code: u16, body: Bytes) -> Response {
     let mut r = (StatusCode::from_u16(code).unwrap_or(StatusCode::OK), body).into_response();
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }
 
@@ -45,7 +48,9 @@ async fn dispatch_inner(srv: ApiServer, req: Request) -> ApiResult<Response> {
     };
     let query = Query::parse(req.uri().query())?;
     match target {
-        Target::GroupVersion { group, version } => crate::discovery::group_version(&srv, &group, &version),
+        Target::GroupVersion { group, version } => {
+            crate::discovery::group_version(&srv, &group, &version)
+        }
         Target::Group(group) => crate::discovery::group(&srv, &group),
         Target::Resource(rp) => resource(srv, rp, query, req).await,
     }
@@ -71,14 +76,20 @@ async fn resource(srv: ApiServer, rp: ResourcePath, q: Query, req: Request) -> A
     let body: Body = req.into_body();
     match (&method, rp.name.as_deref()) {
         (&Method::GET, Some(name)) => read::get(&srv, &info, ns, name, rp.sub.as_deref()),
-        (&Method::GET, None) if q.watch => crate::watch::watch(&srv, info, rp.namespace.clone(), &q, &headers),
+        (&Method::GET, None) if q.watch => {
+            crate::watch::watch(&srv, info, rp.namespace.clone(), &q, &headers)
+        }
         (&Method::GET, None) => read::list(&srv, &info, ns, &q, &headers),
         (&Method::POST, None) => write::create(&srv, &info, ns, &q, &headers, body).await,
-        (&Method::PUT, Some(name)) => write::update(&srv, &info, ns, name, rp.sub.as_deref(), &q, &headers, body).await,
+        (&Method::PUT, Some(name)) => {
+            write::update(&srv, &info, ns, name, rp.sub.as_deref(), &q, &headers, body).await
+        }
         (&Method::PATCH, Some(name)) => {
             crate::patch::patch(&srv, &info, ns, name, rp.sub.as_deref(), &q, &headers, body).await
         }
-        (&Method::DELETE, Some(name)) if rp.sub.is_none() => write::delete(&srv, &info, ns, name, &q, body).await,
+        (&Method::DELETE, Some(name)) if rp.sub.is_none() => {
+            write::delete(&srv, &info, ns, name, &q, body).await
+        }
         (&Method::DELETE, None) => write::delete_collection(&srv, &info, ns, &q, body).await,
         (m, _) => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({m} {})",

@@ -42,15 +42,25 @@ fn memfind(hay: &[u8], needle: &[u8]) -> bool {
 }
 
 /// GET one object (or its `status`/`scale` subresource).
-pub fn get(srv: &ApiServer, info: &ResourceInfo, ns: Option<&str>, name: &str, sub: Option<&str>) -> ApiResult<Response> {
+pub fn get(
+    srv: &ApiServer,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    name: &str,
+    sub: Option<&str>,
+) -> ApiResult<Response> {
     let key = info.key(ns, name);
     let Some(obj) = srv.store().get(&key) else {
         return Err(ApiError::not_found(&info.group, &info.plural, name));
     };
     if sub == Some("scale") {
-        let v: Value = serde_json::from_slice(&obj.json).map_err(|e| ApiError::internal(e.to_string()))?;
+        let v: Value =
+            serde_json::from_slice(&obj.json).map_err(|e| ApiError::internal(e.to_string()))?;
         let scale = crate::patch::scale_of(info, &v);
-        return Ok(json_response(200, Bytes::from(serde_json::to_vec(&scale).unwrap_or_default())));
+        return Ok(json_response(
+            200,
+            Bytes::from(serde_json::to_vec(&scale).unwrap_or_default()),
+        ));
     }
     Ok(json_response(200, convert(info, &obj.json)))
 }
@@ -68,9 +78,13 @@ impl Selectors {
     pub fn parse(info: &ResourceInfo, q: &Query) -> ApiResult<Selectors> {
         let labels = LabelSelector::parse(q.label_selector.as_deref().unwrap_or(""))
             .map_err(|e| ApiError::bad_request(format!("unable to parse labelSelector: {e}")))?;
-        let extra: &[&str] = if info.builtin { kind_fields(&info.group, &info.kind) } else { &[] };
+        let extra: &[&str] = if info.builtin {
+            kind_fields(&info.group, &info.kind)
+        } else {
+            &[]
+        };
         let fields = FieldSelector::parse(q.field_selector.as_deref().unwrap_or(""), extra)
-            .map_err(|e| ApiError::bad_request(e))?;
+            .map_err(ApiError::bad_request)?;
         Ok(Selectors { labels, fields })
     }
 
@@ -87,7 +101,8 @@ impl Selectors {
             return self.fields.matches_with(ns, name, |_| String::new());
         }
         let parsed: Value = serde_json::from_slice(&obj.json).unwrap_or(Value::Null);
-        self.fields.matches_with(ns, name, |p| field_value(&parsed, p))
+        self.fields
+            .matches_with(ns, name, |p| field_value(&parsed, p))
     }
 }
 
@@ -99,8 +114,12 @@ struct ContinueToken {
 
 /// Encodes a continue token (opaque to clients): the list revision and the last key returned.
 fn encode_continue(rv: Rev, last_key: &str) -> String {
-    let t = ContinueToken { rv, start: last_key.to_string() };
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(&t).unwrap_or_default())
+    let t = ContinueToken {
+        rv,
+        start: last_key.to_string(),
+    };
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(serde_json::to_vec(&t).unwrap_or_default())
 }
 
 fn decode_continue(s: &str) -> ApiResult<ContinueToken> {
@@ -144,14 +163,22 @@ pub fn list_start(srv: &ApiServer, q: &Query) -> ApiResult<StartAt> {
 }
 
 /// LIST, answered as `<Kind>List` JSON built from the stored bytes.
-pub fn list(srv: &ApiServer, info: &ResourceInfo, ns: Option<&str>, q: &Query, _headers: &HeaderMap) -> ApiResult<Response> {
+pub fn list(
+    srv: &ApiServer,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    q: &Query,
+    _headers: &HeaderMap,
+) -> ApiResult<Response> {
     let sel = Selectors::parse(info, q)?;
     let prefix = info.prefix(ns);
     let (at, after) = match &q.continue_token {
         Some(tok) => {
             let t = decode_continue(tok)?;
             if !t.start.starts_with(&prefix) {
-                return Err(ApiError::bad_request("continue token does not belong to this list"));
+                return Err(ApiError::bad_request(
+                    "continue token does not belong to this list",
+                ));
             }
             (Some(t.rv), Some(t.start))
         }
@@ -179,7 +206,13 @@ pub fn list(srv: &ApiServer, info: &ResourceInfo, ns: Option<&str>, q: &Query, _
             meta["remainingItemCount"] = json!(r);
         }
     }
-    let mut out = BytesMut::with_capacity(128 + page.items.iter().map(|(_, o)| o.json.len() + 1).sum::<usize>());
+    let mut out = BytesMut::with_capacity(
+        128 + page
+            .items
+            .iter()
+            .map(|(_, o)| o.json.len() + 1)
+            .sum::<usize>(),
+    );
     out.put_slice(
         format!(
             "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",

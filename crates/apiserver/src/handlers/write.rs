@@ -67,7 +67,10 @@ pub async fn update(
 /// Reads `DeleteOptions` from the query and an optional JSON body.
 async fn delete_opts(q: &Query, body: Body) -> ApiResult<DeleteOpts> {
     let bytes = read_body(body).await?;
-    let mut opts = DeleteOpts { dry_run: q.dry_run, ..DeleteOpts::default() };
+    let mut opts = DeleteOpts {
+        dry_run: q.dry_run,
+        ..DeleteOpts::default()
+    };
     let mut policy = q.propagation_policy.clone();
     let mut orphan = q.orphan_dependents;
     if !bytes.iter().all(u8::is_ascii_whitespace) {
@@ -81,13 +84,16 @@ async fn delete_opts(q: &Query, body: Body) -> ApiResult<DeleteOpts> {
         if let Some(u) = v.pointer("/preconditions/uid").and_then(Value::as_str) {
             opts.uid = Some(u.to_string());
         }
-        if let Some(r) = v.pointer("/preconditions/resourceVersion").and_then(Value::as_str) {
+        if let Some(r) = v
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+        {
             opts.resource_version = Some(crate::ops::parse_rv(r)?);
         }
-        if let Some(d) = v.get("dryRun").and_then(Value::as_array) {
-            if d.iter().any(|x| x == "All") {
-                opts.dry_run = true;
-            }
+        if let Some(d) = v.get("dryRun").and_then(Value::as_array)
+            && d.iter().any(|x| x == "All")
+        {
+            opts.dry_run = true;
         }
     }
     opts.propagation = match (policy.as_deref(), orphan) {
@@ -102,7 +108,9 @@ async fn delete_opts(q: &Query, body: Body) -> ApiResult<DeleteOpts> {
                 vec![crate::errors::Cause {
                     field: "propagationPolicy".into(),
                     reason: "FieldValueNotSupported",
-                    message: format!("Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""),
+                    message: format!(
+                        "Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                    ),
                 }],
             ));
         }
@@ -138,7 +146,9 @@ pub async fn delete_collection(
     let sel = Selectors::parse(info, q)?;
     let page = srv
         .store()
-        .list(&info.prefix(ns), None, None, None, &|k, o| sel.matches(k, o))
+        .list(&info.prefix(ns), None, None, None, &|k, o| {
+            sel.matches(k, o)
+        })
         .map_err(|e| ApiError::from_store(e, &info.group, &info.plural, ""))?;
     let mut out = BytesMut::new();
     out.put_slice(
