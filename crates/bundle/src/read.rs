@@ -261,7 +261,7 @@ fn build(
     opts: &ApplyOptions,
     compress: bool,
 ) -> Result<(Bundle, Vec<ImageScan>), BundleError> {
-    let fy: FleetYaml = crate::yaml::from_str(file, text)?;
+    let fy: FleetYaml = crate::fleet_yaml(file, text)?;
     validate(&fy, file)?;
     let FleetYaml {
         name: fy_name,
