@@ -114,7 +114,13 @@ macro_rules! table {
 }
 
 /// Every built-in resource served by default (the GA versions kube-apiserver 1.33 enables).
+/// Computed once per process (schema generation is not free) and cloned per server.
 pub fn builtin_resources() -> Vec<ResourceInfo> {
+    static TABLE: std::sync::OnceLock<Vec<ResourceInfo>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(compute).clone()
+}
+
+fn compute() -> Vec<ResourceInfo> {
     use k8s_openapi::api as a;
     table![
         a::core::v1::ConfigMap,

@@ -446,6 +446,15 @@ impl ApiServer {
         name: &str,
         opts: &DeleteOpts,
     ) -> ApiResult<Written> {
+        if info.builtin
+            && info.kind == "Namespace"
+            && ["default", "kube-system", "kube-public"].contains(&name)
+        {
+            return Err(ApiError::forbidden(format!(
+                "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+            ))
+            .with_details("", "namespaces", name));
+        }
         let key = info.key(ns, name);
         for _ in 0..MAX_RETRIES {
             let Some(cur) = self.store().get(&key) else {

@@ -30,7 +30,17 @@ pub fn json_response(code: u16, body: Bytes) -> Response {
 pub fn router(srv: ApiServer) -> Router {
     crate::discovery::routes()
         .fallback(dispatch)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(srv)
+}
+
+async fn method_not_allowed(req: Request) -> Response {
+    ApiError::method_not_allowed(format!(
+        "the server does not allow this method on the requested resource ({} {})",
+        req.method(),
+        req.uri().path()
+    ))
+    .into_response()
 }
 
 async fn dispatch(State(srv): State<ApiServer>, req: Request) -> Response {
