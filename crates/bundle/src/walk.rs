@@ -143,7 +143,7 @@ fn walk(
             .map_err(|e| BundleError::io(entry.path(), e))?;
         let is_dir = ft.is_dir();
         let ignored = rules.is_ignored(&rel, is_dir, root)?;
-        if skip_names.iter().any(|s| *s == rel_s) {
+        if skip_names.contains(&rel_s) {
             if is_dir {
                 // Upstream only skips the entry itself; its contents are still walked.
                 rules.add_dir(&entry.path(), &rel)?;

@@ -92,50 +92,6 @@ fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or("").to_string()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use fleet_api::fleetyaml::FleetYaml;
-
-    #[test]
-    fn locate_paths() {
-        let t = "a: 1\nhelm:\n  values:\n    x: 1\ntargets:\n- name: a\n- name: b\n  helm:\n    maxHistory: x\n";
-        assert_eq!(locate(t, "helm.values"), Some(3));
-        assert_eq!(locate(t, "targets[1].helm.maxHistory"), Some(9));
-        assert_eq!(locate(t, "nope"), None);
-    }
-
-    #[test]
-    fn error_names_file_line_and_key() {
-        let text = "defaultNamespace: x\nhelm:\n  timeoutSeconds: notanumber\n";
-        let err = crate::fleet_yaml(Path::new("dir/fleet.yaml"), text).unwrap_err();
-        let msg = err.to_string();
-        assert!(msg.starts_with("dir/fleet.yaml:3:"), "{msg}");
-        assert!(msg.contains("helm.timeoutSeconds"), "{msg}");
-    }
-
-    #[test]
-    fn empty_and_comment_only_documents_are_default() {
-        let y = from_str::<FleetYaml>(Path::new("f"), "").unwrap();
-        assert_eq!(y, FleetYaml::default());
-        let y = from_str::<FleetYaml>(Path::new("f"), "# just a comment\n").unwrap();
-        assert_eq!(y, FleetYaml::default());
-    }
-
-    #[test]
-    fn legacy_octal() {
-        let v: serde_json::Value = from_str(Path::new("f"), "mode: 0644\n").unwrap();
-        assert_eq!(v["mode"], 420);
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn never_panics(s in "\\PC{0,200}") {
-            let _ = from_str::<FleetYaml>(Path::new("f"), &s);
-        }
-    }
-}
-
 /// Finds the first place where `value` does not fit `schema` (an inlined OpenAPI v3 schema):
 /// returns the key path and what was expected. Used to name the key of a type error, which
 /// serde loses inside flattened structs.
@@ -262,4 +218,48 @@ pub fn locate(text: &str, path: &str) -> Option<u64> {
         }
     }
     Some(start as u64 + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fleet_api::fleetyaml::FleetYaml;
+
+    #[test]
+    fn locate_paths() {
+        let t = "a: 1\nhelm:\n  values:\n    x: 1\ntargets:\n- name: a\n- name: b\n  helm:\n    maxHistory: x\n";
+        assert_eq!(locate(t, "helm.values"), Some(3));
+        assert_eq!(locate(t, "targets[1].helm.maxHistory"), Some(9));
+        assert_eq!(locate(t, "nope"), None);
+    }
+
+    #[test]
+    fn error_names_file_line_and_key() {
+        let text = "defaultNamespace: x\nhelm:\n  timeoutSeconds: notanumber\n";
+        let err = crate::fleet_yaml(Path::new("dir/fleet.yaml"), text).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("dir/fleet.yaml:3:"), "{msg}");
+        assert!(msg.contains("helm.timeoutSeconds"), "{msg}");
+    }
+
+    #[test]
+    fn empty_and_comment_only_documents_are_default() {
+        let y = from_str::<FleetYaml>(Path::new("f"), "").unwrap();
+        assert_eq!(y, FleetYaml::default());
+        let y = from_str::<FleetYaml>(Path::new("f"), "# just a comment\n").unwrap();
+        assert_eq!(y, FleetYaml::default());
+    }
+
+    #[test]
+    fn legacy_octal() {
+        let v: serde_json::Value = from_str(Path::new("f"), "mode: 0644\n").unwrap();
+        assert_eq!(v["mode"], 420);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,200}") {
+            let _ = from_str::<FleetYaml>(Path::new("f"), &s);
+        }
+    }
 }

@@ -74,10 +74,10 @@ pub fn rewrite(dir: &Path, from: &str, to: &str) {
         let e = e.unwrap();
         if e.file_type().unwrap().is_dir() {
             rewrite(&e.path(), from, to);
-        } else if let Ok(t) = std::fs::read_to_string(e.path()) {
-            if t.contains(from) {
-                std::fs::write(e.path(), t.replace(from, to)).unwrap();
-            }
+        } else if let Ok(t) = std::fs::read_to_string(e.path())
+            && t.contains(from)
+        {
+            std::fs::write(e.path(), t.replace(from, to)).unwrap();
         }
     }
 }
