@@ -134,11 +134,6 @@ impl<'a> Ctx<'a> {
     pub fn depth(&self) -> usize {
         self.depth
     }
-
-    /// Borrowed shared state for nested executions (tpl).
-    pub(crate) fn shared(&self) -> &'a RefCell<Shared> {
-        self.shared
-    }
 }
 
 /// Control flow out of a list walk.
@@ -182,9 +177,9 @@ type R<T> = Result<T, Error>;
 impl<'a> State<'a> {
     fn err(&self, at: At<'_>, msg: String) -> Error {
         let (pos, ctx) = match at {
-            At::Arg(a) => (a.pos(), a.to_string()),
-            At::Cmd(c) => (c.pos, c.to_string()),
-            At::Pipe(p) => (p.pos, p.to_string()),
+            At::Arg(a) => (a.pos(), a.text()),
+            At::Cmd(c) => (c.pos, c.text()),
+            At::Pipe(p) => (p.pos, p.text()),
             At::Ident(p, n) => (p, n.to_string()),
             At::Raw(p, s) => (p, s),
         };
@@ -459,13 +454,13 @@ impl<'a> State<'a> {
     }
 
     fn not_a_function(&self, args: &[Arg], has_final: bool) -> R<()> {
-        if args.len() > 1 || has_final {
-            if let Some(a) = args.first() {
-                return Err(self.err(
-                    At::Arg(a),
-                    format!("can't give argument to non-function {}", a.to_string()),
-                ));
-            }
+        if (args.len() > 1 || has_final)
+            && let Some(a) = args.first()
+        {
+            return Err(self.err(
+                At::Arg(a),
+                format!("can't give argument to non-function {}", a.text()),
+            ));
         }
         Ok(())
     }
@@ -491,7 +486,7 @@ impl<'a> State<'a> {
                 if let Arg::Nil { .. } = **node {
                     return Err(self.err(
                         At::Arg(first),
-                        format!("indirection through explicit nil in {}", first.to_string()),
+                        format!("indirection through explicit nil in {}", first.text()),
                     ));
                 }
                 let (v, iface) = self.eval_arg_raw(dot, dot_iface, node)?;
@@ -540,7 +535,7 @@ impl<'a> State<'a> {
                     Arg::Str { val, .. } => Ok(Value::String(val.clone())),
                     _ => Err(self.err(
                         At::Arg(first),
-                        format!("can't evaluate command {}", first.to_string()),
+                        format!("can't evaluate command {}", first.text()),
                     )),
                 }
             }
@@ -781,7 +776,7 @@ impl<'a> State<'a> {
                 if let Arg::Nil { .. } = **node {
                     return Err(self.err(
                         At::Arg(a),
-                        format!("indirection through explicit nil in {}", a.to_string()),
+                        format!("indirection through explicit nil in {}", a.text()),
                     ));
                 }
                 let (v, iface) = self.eval_arg_raw(dot, dot_iface, node)?;
@@ -860,7 +855,7 @@ impl<'a> State<'a> {
     }
 
     fn const_mismatch(&self, a: &Arg, ty: Ty) -> Error {
-        let s = a.to_string();
+        let s = a.text();
         let msg = match ty {
             Ty::Bool => format!("expected bool; found {s}"),
             Ty::Int => format!("expected integer; found {s}"),
@@ -921,7 +916,7 @@ fn recv_of(v: Value, iface: bool) -> Recv {
 
 fn template_ctx(name: &str, pipe: Option<&Pipe>) -> String {
     match pipe {
-        Some(p) => format!("{{{{template {} {}}}}}", go_quote(name), p.to_string()),
+        Some(p) => format!("{{{{template {} {}}}}}", go_quote(name), p.text()),
         None => format!("{{{{template {}}}}}", go_quote(name)),
     }
 }

@@ -82,20 +82,21 @@ pub(crate) fn sprintf(format: &str, args: &[Value]) -> String {
         }
         // argument index
         let parse_index = |i: &mut usize, argi: &mut usize, reordered: &mut bool| -> bool {
-            if *i < b.len() && b[*i] == b'[' {
-                if let Some(close) = format[*i..].find(']') {
-                    let inner = &format[*i + 1..*i + close];
-                    if let Ok(n) = inner.parse::<usize>()
-                        && n >= 1
-                    {
-                        *argi = n - 1;
-                        *reordered = true;
-                        *i += close + 1;
-                        return true;
-                    }
+            if *i < b.len()
+                && b[*i] == b'['
+                && let Some(close) = format[*i..].find(']')
+            {
+                let inner = &format[*i + 1..*i + close];
+                if let Ok(n) = inner.parse::<usize>()
+                    && n >= 1
+                {
+                    *argi = n - 1;
+                    *reordered = true;
                     *i += close + 1;
-                    return false;
+                    return true;
                 }
+                *i += close + 1;
+                return false;
             }
             true
         };
@@ -128,11 +129,7 @@ pub(crate) fn sprintf(format: &str, args: &[Value]) -> String {
         // precision
         if i < b.len() && b[i] == b'.' {
             i += 1;
-            if !good_index {
-                good_index = parse_index(&mut i, &mut argi, &mut reordered);
-            } else {
-                good_index = parse_index(&mut i, &mut argi, &mut reordered);
-            }
+            good_index = parse_index(&mut i, &mut argi, &mut reordered);
             if i < b.len() && b[i] == b'*' {
                 i += 1;
                 match args.get(argi) {
@@ -531,7 +528,7 @@ fn go_syntax(v: &Value) -> String {
             if s.contains(['.', 'e', 'I', 'N']) {
                 s
             } else {
-                format!("{s}")
+                s.to_string()
             }
         }
         Value::String(s) => go_quote(s),
@@ -563,7 +560,7 @@ mod tests {
         assert_eq!(sprintf("%d-%s", &[Value::Int(5), s("x")]), "5-x");
         assert_eq!(sprintf("%05d", &[Value::Int(-42)]), "-0042");
         assert_eq!(sprintf("%-5s|", &[s("ab")]), "ab   |");
-        assert_eq!(sprintf("%5.1f", &[Value::Float(3.14159)]), "  3.1");
+        assert_eq!(sprintf("%5.1f", &[Value::Float(2.46913)]), "  2.5");
         assert_eq!(
             sprintf(
                 "%x %X %o %b",

@@ -113,7 +113,7 @@ pub(crate) fn go_json_float(f: f64) -> Option<String> {
         let e = dp - 1;
         let _ = write!(s, "e{}{}", if e < 0 { '-' } else { '+' }, e.abs());
         // Go pads to two digits then trims "e-0X" to "e-X"; positive exponents keep 2 digits.
-        if e >= 0 && e < 10 {
+        if (0..10).contains(&e) {
             s = s.replacen(&format!("e+{}", e), &format!("e+0{}", e), 1);
         }
         return Some(s);

@@ -200,7 +200,7 @@ impl Arg {
         }
     }
 
-    pub fn to_string(&self) -> String {
+    pub fn text(&self) -> String {
         let mut s = String::new();
         self.write(&mut s);
         s
@@ -216,7 +216,7 @@ impl Command {
             a.write(out);
         }
     }
-    pub fn to_string(&self) -> String {
+    pub fn text(&self) -> String {
         let mut s = String::new();
         self.write(&mut s);
         s
@@ -241,7 +241,7 @@ impl Pipe {
             c.write(out);
         }
     }
-    pub fn to_string(&self) -> String {
+    pub fn text(&self) -> String {
         let mut s = String::new();
         self.write(&mut s);
         s
@@ -416,11 +416,8 @@ impl<'a> Parser<'a> {
             }
             match self.text_or_action()? {
                 Parsed::Node(n) => root.push(n),
-                Parsed::End(pos) => {
-                    let _ = pos;
-                    return Err(self.errorf("unexpected {{end}}".into()));
-                }
-                Parsed::Else(..) => return Err(self.errorf("unexpected {{else}}".into())),
+                Parsed::End => return Err(self.errorf("unexpected {{end}}".into())),
+                Parsed::Else => return Err(self.errorf("unexpected {{else}}".into())),
             }
         }
         Ok(root)
@@ -454,8 +451,8 @@ impl<'a> Parser<'a> {
         while self.peek_non_space().t != T::Eof {
             match self.text_or_action()? {
                 Parsed::Node(n) => list.push(n),
-                Parsed::End(_) => return Ok((list, End::End)),
-                Parsed::Else(..) => return Ok((list, End::Else)),
+                Parsed::End => return Ok((list, End::End)),
+                Parsed::Else => return Ok((list, End::Else)),
             }
         }
         Err(self.errorf("unexpected EOF".into()))
@@ -510,14 +507,16 @@ impl<'a> Parser<'a> {
             T::Else => {
                 let peek = self.peek_non_space();
                 if peek.t == T::If || peek.t == T::With {
-                    return Ok(Parsed::Else(peek.pos, peek.line));
+                    return Ok(Parsed::Else);
                 }
                 let tok = self.expect(T::RightDelim, "else")?;
-                return Ok(Parsed::Else(tok.pos, tok.line));
+                let _ = tok;
+                return Ok(Parsed::Else);
             }
             T::End => {
                 let tok = self.expect(T::RightDelim, "end")?;
-                return Ok(Parsed::End(tok.pos));
+                let _ = tok;
+                return Ok(Parsed::End);
             }
             T::If => return self.control("if").map(Parsed::Node),
             T::Range => return self.control("range").map(Parsed::Node),
@@ -784,7 +783,7 @@ impl<'a> Parser<'a> {
                 | Arg::Dot { .. } => {
                     return Err(self.errorf(format!(
                         "unexpected . after term {}",
-                        go_quote(&node.to_string())
+                        go_quote(&node.text())
                     )));
                 }
                 other => Arg::Chain {
@@ -818,7 +817,7 @@ impl<'a> Parser<'a> {
             T::Variable => {
                 let mut parts = tok.val.split('.');
                 let name = parts.next().unwrap_or("").to_string();
-                if !self.vars.iter().any(|v| *v == name) {
+                if !self.vars.contains(&name) {
                     return Err(self.errorf(format!("undefined variable {}", go_quote(&name))));
                 }
                 Arg::Variable {
@@ -871,8 +870,8 @@ impl<'a> Parser<'a> {
 
 enum Parsed {
     Node(Node),
-    End(usize),
-    Else(usize, usize),
+    End,
+    Else,
 }
 
 /// Go's strconv.Unquote for "..." , `...` and '...'.
@@ -933,16 +932,9 @@ pub(crate) fn unquote(s: &str) -> Option<String> {
                     let d = chars.next()?.to_digit(16)?;
                     v = v * 16 + d;
                 }
-                if e == 'x' {
-                    // A byte; only valid as UTF-8 when ASCII in our String model.
-                    if v < 0x80 {
-                        out.push(char::from_u32(v)?);
-                    } else {
-                        out.push(char::from_u32(v)?);
-                    }
-                } else {
-                    out.push(char::from_u32(v)?);
-                }
+                // \xNN above 0x7F is a raw byte in Go; strings here are UTF-8, so it becomes
+                // the code point of the same value.
+                out.push(char::from_u32(v)?);
             }
             '0'..='7' => {
                 let mut v: u32 = e.to_digit(8)?;
@@ -1006,7 +998,7 @@ fn parse_number(text: &str, is_char: bool) -> Result<Num, String> {
     if let Some(u) = parsed_int {
         if neg {
             if u <= (i64::MAX as u64) + 1 {
-                int = Some((u as i128 * -1) as i64);
+                int = Some(-(u as i128) as i64);
             }
         } else if u <= i64::MAX as u64 {
             int = Some(u as i64);

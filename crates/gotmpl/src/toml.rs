@@ -115,22 +115,22 @@ impl Enc {
                 self.w(&hdr);
                 self.newline();
                 self.table(&path, val)?;
-            } else if is_table_array(val) {
-                if let Value::List(l) = val {
-                    for item in l.iter() {
-                        self.newline();
-                        let hdr = format!(
-                            "{}[[{}]]",
-                            Self::indent(&path),
-                            path.iter()
-                                .map(|p| quote_key(p))
-                                .collect::<Vec<_>>()
-                                .join(".")
-                        );
-                        self.w(&hdr);
-                        self.newline();
-                        self.table(&path, item)?;
-                    }
+            } else if is_table_array(val)
+                && let Value::List(l) = val
+            {
+                for item in l.iter() {
+                    self.newline();
+                    let hdr = format!(
+                        "{}[[{}]]",
+                        Self::indent(&path),
+                        path.iter()
+                            .map(|p| quote_key(p))
+                            .collect::<Vec<_>>()
+                            .join(".")
+                    );
+                    self.w(&hdr);
+                    self.newline();
+                    self.table(&path, item)?;
                 }
             }
         }

@@ -382,23 +382,19 @@ fn push_fixed(out: &mut String, digits: &str, dp: i64, frac: Option<usize>) {
             });
         }
     }
-    let frac_digits: Vec<char> = {
-        let mut v = Vec::new();
-        let mut i = dp;
-        let want = match frac {
-            Some(n) => n as i64,
-            None => (nd - dp).max(0),
-        };
-        for _ in 0..want {
-            v.push(if i < 0 || i >= nd {
+    let want = match frac {
+        Some(n) => n as i64,
+        None => (nd - dp).max(0),
+    };
+    let frac_digits: Vec<char> = (dp..dp + want)
+        .map(|i| {
+            if i < 0 || i >= nd {
                 '0'
             } else {
                 digits.as_bytes()[i as usize] as char
-            });
-            i += 1;
-        }
-        v
-    };
+            }
+        })
+        .collect();
     if !frac_digits.is_empty() {
         out.push('.');
         out.extend(frac_digits);
@@ -486,8 +482,8 @@ mod tests {
         assert_eq!(Value::Float(123456789.0).to_go_string(), "1.23456789e+08");
         assert_eq!(Value::Float(-2.0).to_go_string(), "-2");
         assert_eq!(format_float_e(1234.5678, 6, false), "1.234568e+03");
-        assert_eq!(format_float_f(3.14159, 2), "3.14");
-        assert_eq!(format_float_gp(3.14159, 3, false), "3.14");
+        assert_eq!(format_float_f(2.46913, 2), "2.47");
+        assert_eq!(format_float_gp(2.46913, 3, false), "2.47");
         assert_eq!(format_float_gp(1e6, 3, false), "1e+06");
     }
 

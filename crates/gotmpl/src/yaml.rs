@@ -105,32 +105,42 @@ pub(crate) fn key_cmp(a: &str, b: &str) -> Ordering {
 }
 
 fn key_less(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        // no allocation for the common case: ASCII bytes are chars
+        return key_less_slice(a.as_bytes(), b.as_bytes(), |x| x as char);
+    }
     let ar: Vec<char> = a.chars().collect();
     let br: Vec<char> = b.chars().collect();
+    key_less_slice(&ar, &br, |x| x)
+}
+
+fn key_less_slice<T: Copy + PartialEq>(ar: &[T], br: &[T], ch: impl Fn(T) -> char) -> bool {
     let mut i = 0;
     while i < ar.len() && i < br.len() {
         if ar[i] == br[i] {
             i += 1;
             continue;
         }
-        let al = ar[i].is_alphabetic();
-        let bl = br[i].is_alphabetic();
+        let (ca, cb) = (ch(ar[i]), ch(br[i]));
+        let al = ca.is_alphabetic();
+        let bl = cb.is_alphabetic();
         if al && bl {
-            return ar[i] < br[i];
+            return ca < cb;
         }
         if al || bl {
             return bl;
         }
         let mut an: i64 = 0;
         let mut bn: i64 = 0;
-        if ar[i] == '0' || br[i] == '0' {
+        if ca == '0' || cb == '0' {
             let mut j = i;
             while j > 0 {
                 j -= 1;
-                if !ar[j].is_ascii_digit() {
+                let cj = ch(ar[j]);
+                if !cj.is_ascii_digit() {
                     break;
                 }
-                if ar[j] != '0' {
+                if cj != '0' {
                     an = 1;
                     bn = 1;
                     break;
@@ -138,13 +148,17 @@ fn key_less(a: &str, b: &str) -> bool {
             }
         }
         let mut ai = i;
-        while ai < ar.len() && ar[ai].is_ascii_digit() {
-            an = an.wrapping_mul(10).wrapping_add(ar[ai] as i64 - '0' as i64);
+        while ai < ar.len() && ch(ar[ai]).is_ascii_digit() {
+            an = an
+                .wrapping_mul(10)
+                .wrapping_add(ch(ar[ai]) as i64 - '0' as i64);
             ai += 1;
         }
         let mut bi = i;
-        while bi < br.len() && br[bi].is_ascii_digit() {
-            bn = bn.wrapping_mul(10).wrapping_add(br[bi] as i64 - '0' as i64);
+        while bi < br.len() && ch(br[bi]).is_ascii_digit() {
+            bn = bn
+                .wrapping_mul(10)
+                .wrapping_add(ch(br[bi]) as i64 - '0' as i64);
             bi += 1;
         }
         if an != bn {
@@ -153,7 +167,7 @@ fn key_less(a: &str, b: &str) -> bool {
         if ai != bi {
             return ai < bi;
         }
-        return ar[i] < br[i];
+        return ca < cb;
     }
     ar.len() < br.len()
 }
@@ -219,13 +233,12 @@ impl Emitter {
                     self.newline();
                 }
                 for (k, val) in entries {
-                    if !(first && ctx == Ctx::SeqItem) && !(first && ctx == Ctx::Root) {
-                        if !(first && ctx == Ctx::MapValue) {
-                            self.newline();
-                        }
+                    // the first key follows "- " (sequence item) or starts the document
+                    if !first {
+                        self.newline();
                         self.indent_to(indent);
-                    } else if first && ctx == Ctx::Root {
-                        // at column 0 already
+                    } else if ctx == Ctx::MapValue {
+                        self.indent_to(indent);
                     }
                     first = false;
                     self.scalar_str(k, indent, true);
@@ -796,29 +809,21 @@ fn analyze(s: &str) -> Analysis {
             match c {
                 '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"'
                 | '%' | '@' | '`' => block_ind = true,
-                '?' | ':' => {
-                    if followed_by_ws {
-                        block_ind = true;
-                    }
+                '?' | ':' if followed_by_ws => {
+                    block_ind = true;
                 }
-                '-' => {
-                    if followed_by_ws {
-                        block_ind = true;
-                    }
+                '-' if followed_by_ws => {
+                    block_ind = true;
                 }
                 _ => {}
             }
         } else {
             match c {
-                ':' => {
-                    if followed_by_ws {
-                        block_ind = true;
-                    }
+                ':' if followed_by_ws => {
+                    block_ind = true;
                 }
-                '#' => {
-                    if preceded_by_ws {
-                        block_ind = true;
-                    }
+                '#' if preceded_by_ws => {
+                    block_ind = true;
                 }
                 _ => {}
             }
@@ -1125,10 +1130,10 @@ fn resolve_plain(v: &str) -> Value {
     let first = v.as_bytes()[0];
     if first.is_ascii_digit() || first == b'-' || first == b'+' || first == b'.' {
         let plain: String = v.chars().filter(|&c| c != '_').collect();
-        if go_parse_int(&plain) {
-            if let Some(i) = parse_int_value(&plain) {
-                return Value::Float(i);
-            }
+        if go_parse_int(&plain)
+            && let Some(i) = parse_int_value(&plain)
+        {
+            return Value::Float(i);
         }
         if is_yaml_float(&plain)
             && let Ok(f) = plain.parse::<f64>()

@@ -78,7 +78,7 @@ pub(crate) fn parse_go_int(s: &str) -> Option<i64> {
         if u > i64::MAX as u64 + 1 {
             return None;
         }
-        Some((u as i128 * -1) as i64)
+        Some(-(u as i128) as i64)
     } else {
         i64::try_from(u).ok()
     }
@@ -293,6 +293,7 @@ fn swapcase(s: &str) -> String {
 
 /// goutils.WrapCustom (what sprig's wrap/wrapWith use).
 fn wrap_custom(s: &str, width: i64, nl: &str, wrap_long: bool) -> String {
+    let nl = if nl.is_empty() { "\n" } else { nl };
     let width = if width < 1 { 1 } else { width as usize };
     let chars: Vec<char> = s.chars().collect();
     let len = chars.len();
@@ -310,8 +311,8 @@ fn wrap_custom(s: &str, width: i64, nl: &str, wrap_long: bool) -> String {
             .char_indices()
             .filter(|(_, c)| *c == ' ')
             .map(|(b, _)| window[..b].chars().count())
-            .last();
-        if let Some(sp) = space.filter(|&sp| sp > 0 || true) {
+            .next_back();
+        if let Some(sp) = space {
             let sp = if sp > width { width } else { sp };
             out.extend(&chars[offset..offset + sp]);
             out.push_str(nl);

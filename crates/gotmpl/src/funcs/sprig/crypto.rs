@@ -85,13 +85,12 @@ const P256_OID: [u8; 10] = [0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01
 fn key_pem(kp: &rcgen::KeyPair) -> String {
     let p8 = kp.serialize_der();
     let alg = kp.algorithm();
-    if alg == &rcgen::PKCS_RSA_SHA256
+    if (alg == &rcgen::PKCS_RSA_SHA256
         || alg == &rcgen::PKCS_RSA_SHA384
-        || alg == &rcgen::PKCS_RSA_SHA512
+        || alg == &rcgen::PKCS_RSA_SHA512)
+        && let Some(inner) = pkcs8_inner(&p8)
     {
-        if let Some(inner) = pkcs8_inner(&p8) {
-            return pem("RSA PRIVATE KEY", inner);
-        }
+        return pem("RSA PRIVATE KEY", inner);
     }
     if alg == &rcgen::PKCS_ECDSA_P256_SHA256
         && let Some(inner) = pkcs8_inner(&p8)

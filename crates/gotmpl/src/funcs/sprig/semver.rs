@@ -292,10 +292,8 @@ fn check(v: &Version, c: &Constraint) -> bool {
             }
             if v.major > con.major {
                 false
-            } else if v.major == con.major && v.minor > con.minor && !c.minor_dirty {
-                false
             } else {
-                true
+                !(v.major == con.major && v.minor > con.minor && !c.minor_dirty)
             }
         }
         "~" | "~>" => {
