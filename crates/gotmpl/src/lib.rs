@@ -3,6 +3,8 @@
 //! The engine mirrors Go's parser and executor closely (including error texts), because Helm
 //! charts are judged by what real Helm renders and which errors it reports.
 
+#![warn(missing_docs)]
+
 mod error;
 mod exec;
 mod fmt;

@@ -369,24 +369,41 @@ fn go_trim(s: &str, cutset: &str) -> String {
     s.trim_matches(|c| cutset.contains(c)).to_string()
 }
 
-fn until_step(start: i64, stop: i64, step: i64) -> Vec<Value> {
+/// Upper bound on generated list lengths (until/untilStep/seq): Go has none, but an unbounded
+/// list from a chart must not take the process down; beyond it the call fails loudly.
+const MAX_SEQ: usize = 1_000_000;
+
+fn until_step(start: i64, stop: i64, step: i64) -> Result<Vec<Value>, String> {
     let mut v = Vec::new();
     if step == 0 {
-        return v;
+        return Ok(v);
     }
     let mut i = start;
-    if step > 0 {
-        while i < stop && v.len() < 10_000_000 {
-            v.push(Value::Int(i));
-            i += step;
+    while (step > 0 && i < stop) || (step < 0 && i > stop) {
+        if v.len() >= MAX_SEQ {
+            return Err(format!("sequence longer than {MAX_SEQ} elements"));
         }
-    } else {
-        while i > stop && v.len() < 10_000_000 {
-            v.push(Value::Int(i));
-            i += step;
-        }
+        v.push(Value::Int(i));
+        i = match i.checked_add(step) {
+            Some(n) => n,
+            None => break,
+        };
     }
-    v
+    Ok(v)
+}
+
+/// Output cap for indent/nindent (like repeat's): protects against width × lines blow-ups.
+const MAX_OUT: usize = 64 << 20;
+
+fn indent_str(width: i64, text: &str, lead_nl: bool) -> Result<Value, String> {
+    let w = width.max(0) as usize;
+    let lines = text.bytes().filter(|&b| b == b'\n').count() + 1;
+    if w.saturating_mul(lines).saturating_add(text.len()) > MAX_OUT {
+        return Err("indent output too large".into());
+    }
+    let pad = " ".repeat(w);
+    let body = format!("{pad}{}", text.replace('\n', &format!("\n{pad}")));
+    Ok(Value::from(if lead_nl { format!("\n{body}") } else { body }))
 }
 
 fn base64_dec(s: &str) -> String {
@@ -629,20 +646,8 @@ pub(crate) fn register(m: &mut Map) {
         let parts: Vec<String> = v.iter().map(|x| x.to_go_string()).collect();
         Ok(Value::from(parts.join(" ")))
     });
-    reg(m, "indent", &[Int, Str], None, |_, a| {
-        let pad = " ".repeat(i(&a[0]).clamp(0, 1 << 20) as usize);
-        Ok(Value::from(format!(
-            "{pad}{}",
-            s(&a[1]).replace('\n', &format!("\n{pad}"))
-        )))
-    });
-    reg(m, "nindent", &[Int, Str], None, |_, a| {
-        let pad = " ".repeat(i(&a[0]).clamp(0, 1 << 20) as usize);
-        Ok(Value::from(format!(
-            "\n{pad}{}",
-            s(&a[1]).replace('\n', &format!("\n{pad}"))
-        )))
-    });
+    reg(m, "indent", &[Int, Str], None, |_, a| indent_str(i(&a[0]), s(&a[1]), false));
+    reg(m, "nindent", &[Int, Str], None, |_, a| indent_str(i(&a[0]), s(&a[1]), true));
     reg(m, "replace", &[Str, Str, Str], None, |_, a| {
         let (old, new, src) = (s(&a[0]), s(&a[1]), s(&a[2]));
         if old.is_empty() {
@@ -961,10 +966,10 @@ pub(crate) fn register(m: &mut Map) {
     });
     reg(m, "until", &[Int], None, |_, a| {
         let n = i(&a[0]);
-        Ok(Value::from(until_step(0, n, if n < 0 { -1 } else { 1 })))
+        Ok(Value::from(until_step(0, n, if n < 0 { -1 } else { 1 })?))
     });
     reg(m, "untilStep", &[Int, Int, Int], None, |_, a| {
-        Ok(Value::from(until_step(i(&a[0]), i(&a[1]), i(&a[2]))))
+        Ok(Value::from(until_step(i(&a[0]), i(&a[1]), i(&a[2]))?))
     });
     reg(m, "seq", &[], Some(Int), |_, a| {
         let p: Vec<i64> = a.iter().map(i).collect();
@@ -980,11 +985,17 @@ pub(crate) fn register(m: &mut Map) {
         let mut v = Vec::new();
         let mut x = start;
         loop {
-            if (step > 0 && x > end) || (step < 0 && x < end) || v.len() > 10_000_000 {
+            if (step > 0 && x > end) || (step < 0 && x < end) {
                 break;
             }
+            if v.len() >= MAX_SEQ {
+                return Err(format!("sequence longer than {MAX_SEQ} elements"));
+            }
             v.push(x.to_string());
-            x += step;
+            x = match x.checked_add(step) {
+                Some(n) => n,
+                None => break,
+            };
         }
         Ok(Value::from(v.join(" ")))
     });
