@@ -28,6 +28,8 @@ const DELETE_PRIMITIVE_PREFIX: &str = "$deleteFromPrimitiveList/";
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Schema {
     node: Node,
+    /// kustomize (kyaml) list ordering and `$patch: delete` semantics, see [`apply_kustomize`].
+    kustomize: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -60,6 +62,7 @@ impl Schema {
     pub const fn none() -> Schema {
         Schema {
             node: Node::Untyped,
+            kustomize: false,
         }
     }
 
@@ -83,12 +86,19 @@ impl Schema {
         } else {
             Schema {
                 node: Node::Struct(idx),
+                kustomize: false,
             }
         }
     }
 
-    /// Metadata of field `name` of this type.
+    /// Metadata of field `name` of this type (sub-schemas inherit the flavour).
     fn field(self, name: &str) -> Field {
+        let mut f = self.field_meta(name);
+        f.sub.kustomize = self.kustomize;
+        f
+    }
+
+    fn field_meta(self, name: &str) -> Field {
         match self.node {
             Node::Untyped => Field::UNTYPED,
             Node::MapOf(i) => Field {
@@ -109,6 +119,7 @@ impl Schema {
                     Shape::Object | Shape::List => Schema::of(fd.elem),
                     Shape::Map if fd.elem != NO_TYPE => Schema {
                         node: Node::MapOf(fd.elem),
+                        kustomize: false,
                     },
                     Shape::Map | Shape::Scalar => Schema::none(),
                 };
@@ -230,6 +241,26 @@ pub fn apply_untyped(original: &Value, patch: &Value) -> Result<Value, PatchErro
     apply(original, patch, Schema::none())
 }
 
+/// Applies a strategic merge patch the way `kustomize build` (v4, kyaml) applies `patchesStrategicMerge`
+/// and `patches`: same merge keys and directives, but a merged list puts the patch's items first (in
+/// patch order) followed by the original's other items, and `$patch: delete` on a map removes the field
+/// instead of emptying it. kube-apiserver semantics are [`apply`]'s; use this one only for kustomize
+/// parity.
+pub fn apply_kustomize(
+    original: &Value,
+    patch: &Value,
+    schema: Schema,
+) -> Result<Value, PatchError> {
+    apply(
+        original,
+        patch,
+        Schema {
+            kustomize: true,
+            ..schema
+        },
+    )
+}
+
 fn merge_map(
     mut orig: Map<String, Value>,
     patch: &Map<String, Value>,
@@ -310,7 +341,9 @@ fn merge_map(
             continue;
         }
         let kpath = path.key(k);
-        if pv.is_null() {
+        if pv.is_null()
+            || (schema.kustomize && pv.get(PATCH).and_then(Value::as_str) == Some("delete"))
+        {
             orig.shift_remove(k);
             continue;
         }
@@ -607,6 +640,9 @@ fn merge_list(
                     merged.push(v);
                 }
             }
+            if f.sub.kustomize && order.is_none() {
+                return Ok(patch_first(merged, patch, None));
+            }
             Ok(normalize_order(
                 merged,
                 order.unwrap_or(patch),
@@ -678,6 +714,25 @@ fn merge_list(
             }
             let server = Positions::build(orig.iter().map(|v| v.get(key)));
             let mut current = Positions::build(orig.iter().map(|v| v.get(key)));
+            // kyaml identifies items by all list-map keys: a live item whose keys the patch does not
+            // name exactly (e.g. the patch omits `protocol`) keeps its original content in kustomize.
+            let kyaml_keys = f.sub.kustomize && f.map_keys.len() > 1;
+            let pristine: Vec<Option<Value>> = if kyaml_keys {
+                orig.iter()
+                    .map(|o| {
+                        let named = plain.iter().any(|(_, m)| {
+                            f.map_keys.iter().all(|k| match (o.get(*k), m.get(*k)) {
+                                (Some(a), Some(b)) => json_eq(a, b),
+                                (None, None) => true,
+                                _ => false,
+                            })
+                        });
+                        (!named).then(|| o.clone())
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
             for (i, m) in plain {
                 let ipath = path.index(i);
                 let Some(kv) = m.get(key) else {
@@ -703,6 +758,14 @@ fn merge_list(
                     }
                 }
             }
+            for (slot, p) in orig.iter_mut().zip(pristine) {
+                if let Some(p) = p {
+                    *slot = p;
+                }
+            }
+            if f.sub.kustomize && order.is_none() {
+                return Ok(patch_first(orig, patch, Some(key)));
+            }
             Ok(normalize_order(
                 orig,
                 order.unwrap_or(patch),
@@ -711,6 +774,22 @@ fn merge_list(
             ))
         }
     }
+}
+
+/// kustomize's order for a merged list: the items the patch names, in patch order, then the other
+/// items in their original order.
+fn patch_first(merged: Vec<Value>, patch: &[Value], key: Option<&str>) -> Vec<Value> {
+    let pos = Positions::build(patch.iter().map(|p| ident_of(p, key)));
+    let mut named: Vec<(usize, Value)> = Vec::new();
+    let mut rest: Vec<Value> = Vec::new();
+    for v in merged {
+        match ident_of(&v, key).and_then(|id| pos.first(id)) {
+            Some(p) => named.push((p, v)),
+            None => rest.push(v),
+        }
+    }
+    named.sort_by_key(|(p, _)| *p);
+    named.into_iter().map(|(_, v)| v).chain(rest).collect()
 }
 
 /// Orders a merged list like kube-apiserver: items named by the patch (or its `$setElementOrder`) follow

@@ -61,3 +61,23 @@ fn schema_lookup() {
     assert_eq!(s, Some(Some("io.k8s.api.apps.v1.Deployment")));
     assert!(!Schema::none().is_typed());
 }
+
+/// Writes the typed cases as JSON lines to `$DUMP_CASES` (for exploring other tools' behaviour by hand).
+#[test]
+#[ignore]
+fn dump_cases() {
+    let Ok(path) = std::env::var("DUMP_CASES") else {
+        return;
+    };
+    let mut out = String::new();
+    for c in cases() {
+        let (Some((v, k)), Expect::Doc(want)) = (c.kind, &c.expect) else {
+            continue;
+        };
+        let line = serde_json::json!({"name": c.name, "apiVersion": v, "kind": k,
+            "original": c.original, "patch": c.patch, "expected": want});
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    std::fs::write(path, out).expect("write dump");
+}
