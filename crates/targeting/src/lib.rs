@@ -1,1 +1,11 @@
 //! Pure targeting: which clusters a bundle goes to, with which options, in which rollout partition.
+
+pub mod matcher;
+pub mod options;
+pub mod rollout;
+pub mod selector;
+pub mod status;
+pub mod target;
+pub mod values;
+
+pub use target::{Fleet, Stats, Target, bundle_deployment, manifest_id, targets};

@@ -1,0 +1,562 @@
+//! Targeting of bundles at clusters: candidate clusters come from a label/name/group index (no
+//! bundle × cluster scan), the matcher decides, options are merged and BundleDeployments built.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use fleet_api::keys::*;
+use fleet_api::{
+    Bundle, BundleDeployment, BundleDeploymentOptions, BundleDeploymentSpec,
+    BundleNamespaceMapping, BundleResource, Cluster, ClusterGroup,
+};
+use kube::api::ObjectMeta;
+use serde::Serialize;
+
+use crate::matcher::{BundleMatch, ClusterMatcher, ClusterView};
+use crate::options::{deployment_id, merge};
+use crate::selector::{Labels, Selector};
+
+/// Clusters, groups and mappings, indexed for targeting.
+pub struct Fleet {
+    /// All clusters.
+    pub clusters: Vec<Cluster>,
+    /// All cluster groups.
+    pub groups: Vec<ClusterGroup>,
+    /// Bundle namespace mappings.
+    pub mappings: Vec<BundleNamespaceMapping>,
+    /// Labels of namespaces (for mapping namespace selectors).
+    pub namespace_labels: BTreeMap<String, Labels>,
+    empty: Labels,
+    by_ns: HashMap<String, Vec<usize>>,
+    by_name: HashMap<(String, String), Vec<usize>>,
+    by_label: HashMap<(String, String, String), Vec<usize>>,
+    groups_of: Vec<Vec<usize>>,
+    members: HashMap<(String, String), Vec<usize>>,
+}
+
+fn ns(meta: &ObjectMeta) -> &str {
+    meta.namespace.as_deref().unwrap_or("")
+}
+
+fn name(meta: &ObjectMeta) -> &str {
+    meta.name.as_deref().unwrap_or("")
+}
+
+impl Fleet {
+    /// Builds the indexes: O(clusters × labels + groups × matching clusters).
+    pub fn new(
+        clusters: Vec<Cluster>,
+        groups: Vec<ClusterGroup>,
+        mappings: Vec<BundleNamespaceMapping>,
+    ) -> Fleet {
+        let mut f = Fleet {
+            clusters,
+            groups,
+            mappings,
+            namespace_labels: BTreeMap::new(),
+            empty: Labels::new(),
+            by_ns: HashMap::new(),
+            by_name: HashMap::new(),
+            by_label: HashMap::new(),
+            groups_of: Vec::new(),
+            members: HashMap::new(),
+        };
+        for (i, c) in f.clusters.iter().enumerate() {
+            let n = ns(&c.metadata).to_string();
+            f.by_ns.entry(n.clone()).or_default().push(i);
+            f.by_name
+                .entry((n.clone(), name(&c.metadata).to_string()))
+                .or_default()
+                .push(i);
+            for (k, v) in c.metadata.labels.iter().flatten() {
+                f.by_label
+                    .entry((n.clone(), k.clone(), v.clone()))
+                    .or_default()
+                    .push(i);
+                if k == CLUSTER_DISPLAY_NAME_LABEL && v != name(&c.metadata) {
+                    f.by_name.entry((n.clone(), v.clone())).or_default().push(i);
+                }
+            }
+        }
+        f.groups_of = vec![Vec::new(); f.clusters.len()];
+        for (gi, g) in f.groups.iter().enumerate() {
+            // A nil selector matches nothing; `{}` matches every cluster of the namespace.
+            let Some(sel) = g.spec.selector.as_ref() else {
+                continue;
+            };
+            let Ok(sel) = Selector::compile(sel) else {
+                continue;
+            };
+            let gns = ns(&g.metadata).to_string();
+            let cands: Vec<usize> = match sel.index_key() {
+                Some((k, v)) => f
+                    .by_label
+                    .get(&(gns.clone(), k.to_string(), v.to_string()))
+                    .cloned()
+                    .unwrap_or_default(),
+                None => f.by_ns.get(&gns).cloned().unwrap_or_default(),
+            };
+            for ci in cands {
+                if sel.matches(f.clusters[ci].metadata.labels.as_ref().unwrap_or(&f.empty)) {
+                    f.groups_of[ci].push(gi);
+                    f.members
+                        .entry((gns.clone(), name(&g.metadata).to_string()))
+                        .or_default()
+                        .push(ci);
+                }
+            }
+        }
+        f
+    }
+
+    /// The view of cluster `i` the matcher needs.
+    pub fn view(&self, i: usize) -> ClusterView<'_> {
+        let c = &self.clusters[i];
+        ClusterView {
+            name: name(&c.metadata),
+            labels: c.metadata.labels.as_ref().unwrap_or(&self.empty),
+            groups: self.groups_of[i]
+                .iter()
+                .map(|gi| {
+                    let g = &self.groups[*gi];
+                    (
+                        name(&g.metadata),
+                        g.metadata.labels.as_ref().unwrap_or(&self.empty),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// Names of the groups cluster `i` belongs to.
+    pub fn group_names(&self, i: usize) -> Vec<String> {
+        self.groups_of[i]
+            .iter()
+            .map(|g| name(&self.groups[*g].metadata).to_string())
+            .collect()
+    }
+
+    /// Namespaces whose clusters a bundle may target: its own plus mapped ones.
+    pub fn namespaces_for(&self, bundle: &Bundle) -> Vec<String> {
+        let bns = ns(&bundle.metadata).to_string();
+        let mut out = BTreeSet::from([bns.clone()]);
+        let blabels = bundle.metadata.labels.clone().unwrap_or_default();
+        for m in self.mappings.iter().filter(|m| ns(&m.metadata) == bns) {
+            let (Some(bs), Some(nsel)) = (&m.spec.bundle_selector, &m.spec.namespace_selector)
+            else {
+                continue;
+            };
+            let (Ok(bs), Ok(nsel)) = (Selector::compile(bs), Selector::compile(nsel)) else {
+                continue;
+            };
+            if !bs.matches(&blabels) {
+                continue;
+            }
+            let mut all: BTreeSet<&String> = self.by_ns.keys().collect();
+            all.extend(self.namespace_labels.keys());
+            for n in all {
+                if nsel.matches(self.namespace_labels.get(n).unwrap_or(&self.empty)) {
+                    out.insert(n.clone());
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// Clusters that might match `m` in namespace `n` (a superset; the matcher decides).
+    fn candidates(&self, m: &ClusterMatcher, n: &str, out: &mut BTreeSet<usize>) {
+        let key = |a: &str| (n.to_string(), a.to_string());
+        if let Some(cn) = &m.cluster_name {
+            out.extend(self.by_name.get(&key(cn)).into_iter().flatten());
+        } else if let Some(g) = &m.cluster_group {
+            out.extend(self.members.get(&key(g)).into_iter().flatten());
+        } else if let Some((k, v)) = m.cluster_selector.as_ref().and_then(|s| s.index_key()) {
+            out.extend(
+                self.by_label
+                    .get(&(n.to_string(), k.to_string(), v.to_string()))
+                    .into_iter()
+                    .flatten(),
+            );
+        } else {
+            out.extend(self.by_ns.get(n).into_iter().flatten());
+        }
+    }
+}
+
+/// One (bundle, cluster) pair that gets a BundleDeployment.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// Index of the cluster in [`Fleet::clusters`].
+    pub cluster: usize,
+    /// Name of the matched bundle target.
+    pub target_name: String,
+    /// Effective options.
+    pub options: BundleDeploymentOptions,
+    /// `manifestID:optionsHash`.
+    pub deployment_id: String,
+}
+
+/// Statistics of one targeting pass.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stats {
+    /// Clusters the matcher examined.
+    pub evaluated: usize,
+}
+
+#[derive(Serialize)]
+struct Manifest<'a> {
+    resources: &'a [BundleResource],
+}
+
+/// The Content name / manifest ID of a bundle's resources.
+pub fn manifest_id(bundle: &Bundle) -> String {
+    let json = fleet_api::fleetyaml::go_json_ordered(&Manifest {
+        resources: &bundle.spec.resources,
+    })
+    .unwrap_or_default();
+    fleet_api::names::manifest_id(&json)
+}
+
+/// Computes the targets of `bundle`, sorted by cluster name.
+pub fn targets(
+    bundle: &Bundle,
+    fleet: &Fleet,
+    manifest_id: &str,
+    stats: &mut Stats,
+) -> Result<Vec<Target>, String> {
+    let bm = BundleMatch::new(bundle)?;
+    let mut cands = BTreeSet::new();
+    for n in fleet.namespaces_for(bundle) {
+        for (m, is_cust) in &bm.targets {
+            if !is_cust {
+                fleet.candidates(m, &n, &mut cands);
+            }
+        }
+    }
+    let spec = &bundle.spec;
+    let all_matches = spec.target_customization_mode == "AllMatches";
+    // Options per (target, customisations) are the same for every cluster unless values depend on
+    // the cluster: cache them with their deployment ID.
+    let mut cache: HashMap<(usize, Vec<usize>), (BundleDeploymentOptions, Option<String>)> =
+        HashMap::new();
+    let mut out = Vec::new();
+    for ci in cands {
+        stats.evaluated += 1;
+        let view = fleet.view(ci);
+        let Some(ti) = bm.target(&view) else { continue };
+        let t = &spec.targets[ti];
+        if t.do_not_deploy {
+            continue;
+        }
+        let custs: Vec<usize> = if all_matches {
+            bm.all_customizations(&view)
+        } else {
+            bm.first_customization(&view).into_iter().collect()
+        };
+        if custs.iter().any(|c| spec.targets[*c].do_not_deploy) {
+            continue;
+        }
+        let key = (ti, custs.clone());
+        let (base, shared_id) = cache
+            .entry(key)
+            .or_insert_with(|| {
+                let target_opts = if all_matches {
+                    custs.iter().fold(t.options.clone(), |acc, c| {
+                        merge(&acc, &spec.targets[*c].options)
+                    })
+                } else {
+                    custs
+                        .first()
+                        .map(|c| spec.targets[*c].options.clone())
+                        .unwrap_or_else(|| t.options.clone())
+                };
+                let opts = merge(&spec.options, &target_opts);
+                let id = (!crate::values::depends_on_cluster(&opts))
+                    .then(|| deployment_id(manifest_id, &opts));
+                (opts, id)
+            })
+            .clone();
+        let mut opts = base;
+        let labels = fleet.clusters[ci]
+            .metadata
+            .labels
+            .clone()
+            .unwrap_or_default();
+        let had_helm = opts.helm.is_some();
+        crate::values::preprocess(&mut opts, &labels).map_err(|e| {
+            format!(
+                "cluster {} in namespace {}: {e}",
+                view.name,
+                ns(&fleet.clusters[ci].metadata)
+            )
+        })?;
+        let id = match shared_id {
+            Some(id) if had_helm == opts.helm.is_some() => id,
+            _ => deployment_id(manifest_id, &opts),
+        };
+        out.push(Target {
+            cluster: ci,
+            target_name: t.name.clone(),
+            options: opts,
+            deployment_id: id,
+        });
+    }
+    out.sort_by(|a, b| {
+        name(&fleet.clusters[a.cluster].metadata).cmp(name(&fleet.clusters[b.cluster].metadata))
+    });
+    Ok(out)
+}
+
+/// The BundleDeployment the controller writes for a target (all options staged and current).
+pub fn bundle_deployment(
+    bundle: &Bundle,
+    cluster: &Cluster,
+    t: &Target,
+    manifest_id: &str,
+) -> BundleDeployment {
+    let cns = ns(&cluster.metadata);
+    let cname = name(&cluster.metadata);
+    let namespace = cluster
+        .status
+        .as_ref()
+        .map(|s| s.namespace.clone())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| fleet_api::names::cluster_namespace(cns, cname));
+    let mut labels: BTreeMap<String, String> = BTreeMap::new();
+    for (k, v) in bundle.metadata.labels.iter().flatten() {
+        let fleet_label = k.starts_with(FLEET_LABEL_PREFIX);
+        if fleet_label || !(k.contains("cattle.io/") || k.starts_with("kubectl.kubernetes.io/")) {
+            labels.insert(k.clone(), v.clone());
+        }
+    }
+    labels.insert(BUNDLE_LABEL.into(), name(&bundle.metadata).into());
+    labels.insert(BUNDLE_NAMESPACE_LABEL.into(), ns(&bundle.metadata).into());
+    labels.insert(MANAGED_LABEL.into(), "true".into());
+    labels.insert(CLUSTER_NAMESPACE_LABEL.into(), cns.into());
+    labels.insert(CLUSTER_LABEL.into(), cname.into());
+    labels.insert(CONTENT_NAME_LABEL.into(), manifest_id.into());
+    let paused = bundle.spec.paused || cluster.spec.paused;
+    let mut bd = BundleDeployment::new(
+        name(&bundle.metadata),
+        BundleDeploymentSpec {
+            paused,
+            staged_options: t.options.clone(),
+            staged_deployment_id: t.deployment_id.clone(),
+            options: t.options.clone(),
+            deployment_id: t.deployment_id.clone(),
+            depends_on: bundle.spec.depends_on.clone(),
+            correct_drift: t.options.correct_drift.clone(),
+            ..Default::default()
+        },
+    );
+    bd.metadata = ObjectMeta {
+        name: Some(name(&bundle.metadata).into()),
+        namespace: Some(namespace),
+        labels: Some(labels),
+        ..Default::default()
+    };
+    bd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cluster(n: &str, labels: serde_json::Value) -> Cluster {
+        serde_json::from_value(json!({"apiVersion": API_VERSION, "kind": "Cluster", "metadata": {"name": n, "namespace": "fleet-default", "labels": labels}, "spec": {}})).unwrap()
+    }
+
+    fn group(n: &str, sel: serde_json::Value, labels: serde_json::Value) -> ClusterGroup {
+        serde_json::from_value(json!({"apiVersion": API_VERSION, "kind": "ClusterGroup", "metadata": {"name": n, "namespace": "fleet-default", "labels": labels}, "spec": {"selector": sel}})).unwrap()
+    }
+
+    fn bundle(spec: serde_json::Value) -> Bundle {
+        serde_json::from_value(json!({"apiVersion": API_VERSION, "kind": "Bundle", "metadata": {"name": "b", "namespace": "fleet-default", "labels": {"fleet.cattle.io/repo-name": "r", "team.cattle.io/x": "drop", "app": "keep"}}, "spec": spec})).unwrap()
+    }
+
+    fn fleet() -> Fleet {
+        Fleet::new(
+            vec![
+                cluster("dev1", json!({"env": "dev"})),
+                cluster(
+                    "prod1",
+                    json!({"env": "prod", "management.cattle.io/cluster-display-name": "pretty"}),
+                ),
+                cluster("prod2", json!({"env": "prod", "region": "eu"})),
+                cluster("none", json!({})),
+            ],
+            vec![
+                group(
+                    "prod",
+                    json!({"matchLabels": {"env": "prod"}}),
+                    json!({"tier": "gold"}),
+                ),
+                group("all", json!({}), json!({})),
+                group("nil", serde_json::Value::Null, json!({})),
+            ],
+            vec![],
+        )
+    }
+
+    fn matched(spec: serde_json::Value) -> Vec<(String, String)> {
+        let f = fleet();
+        let b = bundle(spec);
+        let mut st = Stats::default();
+        targets(&b, &f, "s-x", &mut st)
+            .unwrap()
+            .into_iter()
+            .map(|t| {
+                (
+                    name(&f.clusters[t.cluster].metadata).to_string(),
+                    t.target_name,
+                )
+            })
+            .collect()
+    }
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn matcher_table() {
+        assert_eq!(
+            matched(json!({"targets": [{"name": "default", "clusterGroup": "default"}]})),
+            pairs(&[])
+        );
+        assert_eq!(
+            matched(json!({"targets": [{"name": "t", "clusterGroup": "prod"}]})),
+            pairs(&[("prod1", "t"), ("prod2", "t")])
+        );
+        assert_eq!(
+            matched(json!({"targets": [{"name": "t", "clusterName": "pretty"}]})),
+            pairs(&[("prod1", "t")])
+        );
+        assert_eq!(
+            matched(json!({"targets": [{"name": "t", "clusterSelector": {}}]})).len(),
+            4
+        );
+        assert_eq!(
+            matched(json!({"targets": [{"name": "t"}]})),
+            pairs(&[]),
+            "no criterion never matches"
+        );
+        assert_eq!(
+            matched(
+                json!({"targets": [{"name": "t", "clusterGroupSelector": {"matchLabels": {"tier": "gold"}}, "clusterSelector": {"matchLabels": {"region": "eu"}}}]})
+            ),
+            pairs(&[("prod2", "t")])
+        );
+        // First matching target wins.
+        assert_eq!(
+            matched(
+                json!({"targets": [{"name": "a", "clusterName": "dev1"}, {"name": "b", "clusterSelector": {}}]})
+            ),
+            pairs(&[("dev1", "a"), ("none", "b"), ("prod1", "b"), ("prod2", "b")])
+        );
+        // doNotDeploy on the matched target: no deployment.
+        assert_eq!(
+            matched(
+                json!({"targets": [{"name": "a", "clusterGroup": "prod", "doNotDeploy": true}, {"name": "b", "clusterSelector": {}}]})
+            ),
+            pairs(&[("dev1", "b"), ("none", "b")])
+        );
+        // Restrictions: first len(targets)-len(restrictions) targets are customisations.
+        assert_eq!(
+            matched(json!({
+                "targets": [{"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}}}, {"name": "gr", "clusterGroup": "all"}],
+                "targetRestrictions": [{"name": "gr", "clusterGroup": "all"}]
+            })),
+            pairs(&[
+                ("dev1", "gr"),
+                ("none", "gr"),
+                ("prod1", "gr"),
+                ("prod2", "gr")
+            ])
+        );
+        // A target outside the restrictions is not deployed.
+        assert_eq!(
+            matched(
+                json!({"targets": [{"name": "x", "clusterName": "dev1"}], "targetRestrictions": [{"clusterName": "prod1"}]})
+            ),
+            pairs(&[])
+        );
+    }
+
+    #[test]
+    fn customizations_first_and_all_matches() {
+        let f = fleet();
+        let spec = json!({
+            "helm": {"values": {"base": 1}},
+            "targets": [
+                {"name": "c1", "clusterSelector": {"matchLabels": {"env": "prod"}}, "helm": {"values": {"c1": 1}}},
+                {"name": "c2", "clusterSelector": {"matchLabels": {"region": "eu"}}, "helm": {"values": {"c2": 1}}, "namespace": "eu"},
+                {"name": "nodeploy", "clusterName": "dev1", "doNotDeploy": true},
+                {"name": "all", "clusterGroup": "all"}
+            ],
+            "targetRestrictions": [{"name": "all", "clusterGroup": "all"}]
+        });
+        let b = bundle(spec.clone());
+        let t = targets(&b, &f, "s-x", &mut Stats::default()).unwrap();
+        let names: Vec<_> = t
+            .iter()
+            .map(|t| name(&f.clusters[t.cluster].metadata))
+            .collect();
+        assert_eq!(names, ["none", "prod1", "prod2"]);
+        let v = |i: usize| {
+            serde_json::Value::Object(t[i].options.helm.clone().unwrap().values.unwrap())
+        };
+        assert_eq!(v(2), json!({"base": 1, "c1": 1}), "FirstMatch");
+        let mut s2 = spec;
+        s2["targetCustomizationMode"] = json!("AllMatches");
+        let b = bundle(s2);
+        let t = targets(&b, &f, "s-x", &mut Stats::default()).unwrap();
+        let v = serde_json::Value::Object(t[2].options.helm.clone().unwrap().values.unwrap());
+        assert_eq!(v, json!({"base": 1, "c1": 1, "c2": 1}), "AllMatches");
+        assert_eq!(t[2].options.namespace, "eu");
+        assert_ne!(t[1].deployment_id, t[2].deployment_id);
+    }
+
+    #[test]
+    fn bundle_deployment_shape() {
+        let f = fleet();
+        let b = bundle(json!({"targets": [{"name": "t", "clusterName": "dev1"}], "paused": true}));
+        let t = targets(&b, &f, "s-abc", &mut Stats::default()).unwrap();
+        let bd = bundle_deployment(&b, &f.clusters[t[0].cluster], &t[0], "s-abc");
+        assert_eq!(
+            bd.metadata.namespace.as_deref(),
+            Some(fleet_api::names::cluster_namespace("fleet-default", "dev1").as_str())
+        );
+        let l = bd.metadata.labels.unwrap();
+        assert_eq!(l["fleet.cattle.io/bundle-name"], "b");
+        assert_eq!(l["fleet.cattle.io/content-name"], "s-abc");
+        assert_eq!(l["fleet.cattle.io/repo-name"], "r");
+        assert_eq!(l["app"], "keep");
+        assert!(!l.contains_key("team.cattle.io/x"));
+        assert!(bd.spec.paused);
+        assert!(bd.spec.deployment_id.starts_with("s-abc:"));
+    }
+
+    proptest::proptest! {
+        /// The indexed path decides exactly like a brute-force scan over every cluster.
+        #[test]
+        fn index_agrees_with_scan(
+            labels in proptest::collection::vec(proptest::collection::btree_map("[ab]", "[xy]", 0..3), 1..12),
+            sel in proptest::collection::btree_map("[ab]", "[xy]", 0..2),
+            by_group in proptest::bool::ANY,
+        ) {
+            let clusters: Vec<Cluster> = labels.iter().enumerate().map(|(i, l)| cluster(&format!("c{i}"), serde_json::to_value(l).unwrap())).collect();
+            let groups = vec![group("g", json!({"matchLabels": sel}), json!({}))];
+            let f = Fleet::new(clusters, groups, vec![]);
+            let t = if by_group { json!({"name": "t", "clusterGroup": "g"}) } else { json!({"name": "t", "clusterSelector": {"matchLabels": sel}}) };
+            let b = bundle(json!({"targets": [t]}));
+            let got: Vec<usize> = targets(&b, &f, "s", &mut Stats::default()).unwrap().into_iter().map(|t| t.cluster).collect();
+            let bm = BundleMatch::new(&b).unwrap();
+            let mut want: Vec<usize> = (0..f.clusters.len()).filter(|i| bm.target(&f.view(*i)).is_some()).collect();
+            want.sort_by(|a, b| name(&f.clusters[*a].metadata).cmp(name(&f.clusters[*b].metadata)));
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
+}
