@@ -445,12 +445,14 @@ impl<'a> Lexer<'a> {
                     self.paren_depth += 1;
                 }
                 ')' => {
+                    // Go 1.16 emits the paren before complaining, so the parser usually
+                    // reports `unexpected ")"` first.
+                    self.emit(T::RightParen);
                     self.paren_depth -= 1;
                     if self.paren_depth < 0 {
                         self.error("unexpected right paren U+0029 ')'".into());
                         return false;
                     }
-                    self.emit(T::RightParen);
                 }
                 c if is_alnum(c) => {
                     self.pos -= c.len_utf8();

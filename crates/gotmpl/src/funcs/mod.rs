@@ -107,9 +107,10 @@ pub(crate) fn default_funcs() -> Arc<Map> {
     FUNCS
         .get_or_init(|| {
             let mut m = Map::new();
+            // Go looks up user functions before its builtins, so sprig's `slice` wins.
+            builtins(&mut m);
             sprig::register(&mut m);
             helm::register(&mut m);
-            builtins(&mut m);
             // sprig's deprecated spellings
             for (alias, target) in [
                 ("trimall", "trimAll"),

@@ -1011,7 +1011,7 @@ pub(crate) fn register(m: &mut Map) {
     ] {
         let _ = must;
         reg(m, name, &[Any, Any], None, |_, a| {
-            let l = as_list(&a[0], "append")?;
+            let l = as_list(&a[0], "push")?;
             let mut v = l.to_vec();
             v.push(a[1].clone());
             Ok(Value::from(v))
@@ -1099,7 +1099,21 @@ pub(crate) fn register(m: &mut Map) {
     }
     for name in ["slice", "mustSlice"] {
         reg(m, name, &[Any], Some(Any), |_, a| {
-            let l = as_list(&a[0], "slice")?;
+            let l = match &a[0] {
+                Value::List(l) => l,
+                Value::Nil => {
+                    return Err("runtime error: invalid memory address or nil pointer dereference".into());
+                }
+                other => {
+                    return Err(format!(
+                        "list should be type of slice or array but {}",
+                        other.kind_name()
+                    ));
+                }
+            };
+            if l.is_empty() {
+                return Ok(Value::Nil);
+            }
             let start = a.get(1).map(to_i64).unwrap_or(0);
             let end = a.get(2).map(to_i64).unwrap_or(l.len() as i64);
             if start < 0 || end < start || end as usize > l.len() {

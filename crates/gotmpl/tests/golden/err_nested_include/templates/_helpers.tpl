@@ -1,0 +1,1 @@
+{{ define "outer" }}{{ include "inner" . }}{{ end }}{{ define "inner" }}{{ .Values.x.y }}{{ end }}
