@@ -2,9 +2,10 @@
 //! which file goes where (templates, values, schema, CRDs, subcharts, `.Files`), `.helmignore`,
 //! and Chart.yaml validation with Helm's error messages.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -19,8 +20,8 @@ use super::values::{
 pub struct File {
     /// Path relative to the chart root.
     pub name: String,
-    /// Raw content (UTF-8 BOM stripped, as Helm does).
-    pub data: Vec<u8>,
+    /// Raw content (UTF-8 BOM stripped, as Helm does); shared, so cloning a chart is cheap.
+    pub data: Arc<[u8]>,
 }
 
 /// A chart maintainer (`maintainers:` in Chart.yaml).
@@ -111,6 +112,20 @@ pub struct Chart {
     pub files: Vec<File>,
     /// Subcharts from `charts/`.
     pub dependencies: Vec<Chart>,
+    /// Parsed template sets of this loaded chart, keyed by the template names rendered (which
+    /// depend on enabled subcharts and aliases); shared by clones so repeated renders of one
+    /// chart parse its templates once.
+    pub parse_cache: ParseCache,
+}
+
+/// See [`Chart::parse_cache`].
+#[derive(Clone, Default)]
+pub struct ParseCache(pub Arc<Mutex<HashMap<String, gotmpl::Templates>>>);
+
+impl std::fmt::Debug for ParseCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ParseCache")
+    }
 }
 
 impl Chart {
@@ -218,7 +233,7 @@ fn walk(
         let data = std::fs::read(&full).map_err(|e| format!("{}: {e}", full.display()))?;
         out.push(File {
             name: rel,
-            data: strip_bom(data),
+            data: strip_bom(data).into(),
         });
     }
     Ok(())
@@ -278,7 +293,7 @@ pub fn load_archive(data: &[u8]) -> Result<Chart, String> {
             .map_err(|e| format!("invalid chart archive: {e}"))?;
         files.push(File {
             name: n,
-            data: strip_bom(buf),
+            data: strip_bom(buf).into(),
         });
     }
     if files.is_empty() {
@@ -339,7 +354,7 @@ pub fn load_files(files: Vec<File>) -> Result<Chart, String> {
                 c.values = parse_values_yaml(&String::from_utf8_lossy(&f.data), "values.yaml")
                     .map_err(|e| format!("cannot load values.yaml: {e}"))?;
             }
-            "values.schema.json" => c.schema = Some(f.data),
+            "values.schema.json" => c.schema = Some(f.data.to_vec()),
             "requirements.yaml" => {
                 let v = parse_yaml_raw(&String::from_utf8_lossy(&f.data), "requirements.yaml")
                     .map_err(|e| format!("cannot load requirements.yaml: {e}"))?;
@@ -632,7 +647,7 @@ mod tests {
     fn f(name: &str, data: &str) -> File {
         File {
             name: name.into(),
-            data: data.as_bytes().to_vec(),
+            data: data.as_bytes().into(),
         }
     }
 

@@ -278,7 +278,7 @@ mod tests {
     fn f(name: &str, data: &str) -> File {
         File {
             name: name.into(),
-            data: data.as_bytes().to_vec(),
+            data: data.as_bytes().into(),
         }
     }
 

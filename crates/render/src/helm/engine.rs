@@ -15,8 +15,8 @@ use super::values::{Values, table};
 pub struct Renderable {
     /// Full name, e.g. `parent/charts/sub/templates/x.yaml`.
     pub name: String,
-    /// Template text.
-    pub text: Arc<str>,
+    /// Template text (UTF-8 bytes).
+    pub text: Arc<[u8]>,
     /// The data map handed to it (without `Template`).
     pub data: Arc<BTreeMap<String, Value>>,
     /// `parent/charts/sub/templates`.
@@ -77,7 +77,7 @@ fn rec_all_tpls(
         }
         out.push(Renderable {
             name: format!("{full_path}/{}", t.name),
-            text: Arc::from(String::from_utf8_lossy(&t.data).as_ref()),
+            text: t.data.clone(),
             data: data.clone(),
             base_path: format!("{full_path}/templates"),
         });
@@ -104,15 +104,34 @@ fn base_set() -> &'static Templates {
     })
 }
 
-/// Parses and executes all templates; returns (name, output) for every non-partial.
-pub fn render(tpls: &[Renderable]) -> Result<Vec<(String, String)>, String> {
+/// Parses (or takes from `cache`) and executes all templates; returns (name, output) for every
+/// non-partial.
+pub fn render(
+    tpls: &[Renderable],
+    cache: &super::chart::ParseCache,
+) -> Result<Vec<(String, String)>, String> {
     let mut order: Vec<&Renderable> = tpls.iter().collect();
     sort_templates(&mut order);
-    let mut set = base_set().clone();
-    for r in &order {
-        set.parse(&r.name, &r.text)
-            .map_err(|e| cleanup_parse_error(&r.name, &e.to_string()))?;
-    }
+    let key: String = order
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let cached = cache.0.lock().ok().and_then(|m| m.get(&key).cloned());
+    let set = match cached {
+        Some(set) => set,
+        None => {
+            let mut set = base_set().clone();
+            for r in &order {
+                set.parse(&r.name, &String::from_utf8_lossy(&r.text))
+                    .map_err(|e| cleanup_parse_error(&r.name, &e.to_string()))?;
+            }
+            if let Ok(mut m) = cache.0.lock() {
+                m.insert(key, set.clone());
+            }
+            set
+        }
+    };
     let mut out = Vec::with_capacity(order.len());
     for r in &order {
         let base = r.name.rsplit('/').next().unwrap_or(&r.name);

@@ -212,7 +212,7 @@ pub fn template(chart: &Chart, vals: &Values, opts: &TemplateOptions) -> Result<
     let release = TValue::Map(Arc::new(release));
 
     let tpls = engine::all_templates(&chart, &values, &release, &caps);
-    let rendered = engine::render(&tpls).map_err(HelmError::render)?;
+    let rendered = engine::render(&tpls, &chart.parse_cache).map_err(HelmError::render)?;
     let files: Vec<(String, String)> = rendered
         .into_iter()
         .filter(|(k, _)| !k.ends_with("NOTES.txt"))

@@ -411,7 +411,7 @@ impl Files {
         Files(Arc::new(
             files
                 .iter()
-                .map(|f| (f.name.clone(), Arc::from(f.data.as_slice())))
+                .map(|f| (f.name.clone(), f.data.clone()))
                 .collect(),
         ))
     }
@@ -648,11 +648,11 @@ mod tests {
         let f = Files::new(&[
             super::super::chart::File {
                 name: "conf/a.txt".into(),
-                data: b"x\ny".to_vec(),
+                data: b"x\ny"[..].into(),
             },
             super::super::chart::File {
                 name: "b.txt".into(),
-                data: b"b".to_vec(),
+                data: b"b"[..].into(),
             },
         ]);
         let lines = f
