@@ -403,7 +403,11 @@ fn indent_str(width: i64, text: &str, lead_nl: bool) -> Result<Value, String> {
     }
     let pad = " ".repeat(w);
     let body = format!("{pad}{}", text.replace('\n', &format!("\n{pad}")));
-    Ok(Value::from(if lead_nl { format!("\n{body}") } else { body }))
+    Ok(Value::from(if lead_nl {
+        format!("\n{body}")
+    } else {
+        body
+    }))
 }
 
 fn base64_dec(s: &str) -> String {
@@ -646,8 +650,12 @@ pub(crate) fn register(m: &mut Map) {
         let parts: Vec<String> = v.iter().map(|x| x.to_go_string()).collect();
         Ok(Value::from(parts.join(" ")))
     });
-    reg(m, "indent", &[Int, Str], None, |_, a| indent_str(i(&a[0]), s(&a[1]), false));
-    reg(m, "nindent", &[Int, Str], None, |_, a| indent_str(i(&a[0]), s(&a[1]), true));
+    reg(m, "indent", &[Int, Str], None, |_, a| {
+        indent_str(i(&a[0]), s(&a[1]), false)
+    });
+    reg(m, "nindent", &[Int, Str], None, |_, a| {
+        indent_str(i(&a[0]), s(&a[1]), true)
+    });
     reg(m, "replace", &[Str, Str, Str], None, |_, a| {
         let (old, new, src) = (s(&a[0]), s(&a[1]), s(&a[2]));
         if old.is_empty() {
@@ -903,31 +911,19 @@ pub(crate) fn register(m: &mut Map) {
         Ok(Value::Int(a.iter().map(to_i64).min().unwrap_or(0)))
     });
     reg(m, "add1f", &[Any], None, |_, a| {
-        Ok(Value::Float(dec(to_f64(&a[0]) + 1.0)))
+        decimal_op(to_f64(&a[0]), &[Value::Float(1.0)], DecOp::Add)
     });
     reg(m, "addf", &[], Some(Any), |_, a| {
-        Ok(Value::Float(dec(a.iter().map(to_f64).sum())))
+        decimal_op(0.0, &a, DecOp::Add)
     });
     reg(m, "subf", &[Any], Some(Any), |_, a| {
-        let mut r = to_f64(&a[0]);
-        for v in &a[1..] {
-            r -= to_f64(v);
-        }
-        Ok(Value::Float(dec(r)))
+        decimal_op(to_f64(&a[0]), &a[1..], DecOp::Sub)
     });
     reg(m, "divf", &[Any], Some(Any), |_, a| {
-        let mut r = to_f64(&a[0]);
-        for v in &a[1..] {
-            r /= to_f64(v);
-        }
-        Ok(Value::Float(dec(r)))
+        decimal_op(to_f64(&a[0]), &a[1..], DecOp::Div)
     });
     reg(m, "mulf", &[Any], Some(Any), |_, a| {
-        let mut r = to_f64(&a[0]);
-        for v in &a[1..] {
-            r *= to_f64(v);
-        }
-        Ok(Value::Float(dec(r)))
+        decimal_op(to_f64(&a[0]), &a[1..], DecOp::Mul)
     });
     reg(m, "maxf", &[Any], Some(Any), |_, a| {
         Ok(Value::Float(
@@ -1102,7 +1098,9 @@ pub(crate) fn register(m: &mut Map) {
             let l = match &a[0] {
                 Value::List(l) => l,
                 Value::Nil => {
-                    return Err("runtime error: invalid memory address or nil pointer dereference".into());
+                    return Err(
+                        "runtime error: invalid memory address or nil pointer dereference".into(),
+                    );
                 }
                 other => {
                     return Err(format!(
@@ -1379,13 +1377,105 @@ pub(crate) fn register(m: &mut Map) {
     crypto::register(m);
 }
 
-/// sprig's float ops go through shopspring/decimal; rounding float noise like it does.
-fn dec(x: f64) -> f64 {
-    if !x.is_finite() {
-        return x;
+#[derive(Clone, Copy)]
+enum DecOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// A decimal m × 10^e (shopspring/decimal, which sprig's *f functions use), from a float's
+/// shortest representation.
+fn to_dec(f: f64) -> Option<(i128, i32)> {
+    if !f.is_finite() {
+        return None;
     }
-    let s = format!("{:.15e}", x);
-    s.parse::<f64>().unwrap_or(x)
+    let (neg, digits, dp) = crate::value::float_digits(f, None);
+    let m: i128 = digits.parse().ok()?;
+    let e = (dp - digits.len() as i64) as i32;
+    Some((if neg { -m } else { m }, e))
+}
+
+fn pow10(n: u32) -> Option<i128> {
+    10i128.checked_pow(n)
+}
+
+fn dec_apply(a: (i128, i32), b: (i128, i32), op: DecOp) -> Result<Option<(i128, i32)>, String> {
+    let (ma, ea) = a;
+    let (mb, eb) = b;
+    Ok(match op {
+        DecOp::Add | DecOp::Sub => {
+            let e = ea.min(eb);
+            let (Some(fa), Some(fb)) = (pow10((ea - e) as u32), pow10((eb - e) as u32)) else {
+                return Ok(None);
+            };
+            let (Some(xa), Some(xb)) = (ma.checked_mul(fa), mb.checked_mul(fb)) else {
+                return Ok(None);
+            };
+            let m = match op {
+                DecOp::Add => xa.checked_add(xb),
+                _ => xa.checked_sub(xb),
+            };
+            m.map(|m| (m, e))
+        }
+        DecOp::Mul => ma.checked_mul(mb).map(|m| (m, ea + eb)),
+        DecOp::Div => {
+            if mb == 0 {
+                return Err("decimal division by 0".into());
+            }
+            // round half away from zero to 16 decimal places
+            let s = ea - eb + 16;
+            let (num, den) = if s >= 0 {
+                match pow10(s as u32).and_then(|p| ma.checked_mul(p)) {
+                    Some(n) => (n, mb),
+                    None => return Ok(None),
+                }
+            } else {
+                match pow10((-s) as u32).and_then(|p| mb.checked_mul(p)) {
+                    Some(d) => (ma, d),
+                    None => return Ok(None),
+                }
+            };
+            let q = num / den;
+            let r = num % den;
+            let q = if r.unsigned_abs() * 2 >= den.unsigned_abs() {
+                if (num < 0) != (den < 0) { q - 1 } else { q + 1 }
+            } else {
+                q
+            };
+            Some((q, -16))
+        }
+    })
+}
+
+/// sprig's execDecimalOp: exact decimal arithmetic, converted back to float64 at the end;
+/// falls back to float math if the decimal would not fit in 128 bits.
+fn decimal_op(first: f64, rest: &[Value], op: DecOp) -> Result<Value, String> {
+    let mut acc = to_dec(first);
+    let mut facc = first;
+    for v in rest {
+        let x = to_f64(v);
+        facc = match op {
+            DecOp::Add => facc + x,
+            DecOp::Sub => facc - x,
+            DecOp::Mul => facc * x,
+            DecOp::Div => {
+                if x == 0.0 {
+                    return Err("decimal division by 0".into());
+                }
+                facc / x
+            }
+        };
+        acc = match (acc, to_dec(x)) {
+            (Some(a), Some(b)) => dec_apply(a, b, op)?,
+            _ => None,
+        };
+    }
+    Ok(Value::Float(match acc {
+        Some((m, e)) => format!("{m}e{e}").parse::<f64>().unwrap_or(facc),
+        None => facc,
+    }))
 }
 
 pub(crate) fn hex(b: &[u8]) -> String {
