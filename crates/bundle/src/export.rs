@@ -37,7 +37,9 @@ pub fn export_value<T: Serialize>(obj: &T) -> Result<Value, serde_json::Error> {
 pub fn to_yaml_stream(values: &[Value]) -> Result<String, String> {
     let mut docs = Vec::with_capacity(values.len());
     for v in values {
-        docs.push(serde_saphyr::to_string(v).map_err(|e| e.to_string())?);
+        // Long single-line strings (deployment IDs, URLs) stay plain scalars, as Go writes them.
+        let opts = serde_saphyr::ser_options! { folded_wrap_chars: usize::MAX };
+        docs.push(serde_saphyr::to_string_with_options(v, opts).map_err(|e| e.to_string())?);
     }
     Ok(docs.join("---\n"))
 }

@@ -35,10 +35,9 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
 pub fn crds_yaml() -> anyhow::Result<String> {
     let mut docs = Vec::new();
     for crd in fleet_api::crds::all() {
-        let v = serde_json::to_value(&crd)?;
-        docs.push(serde_saphyr::to_string(&v)?);
+        docs.push(serde_json::to_value(&crd)?);
     }
-    Ok(docs.join("---\n"))
+    fleet_bundle::export::to_yaml_stream(&docs).map_err(anyhow::Error::msg)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod apply_cmd;
 mod bench;
 mod install_cmd;
+mod target_cmd;
 mod kustomize_cmd;
 mod server;
 mod template_cmd;
@@ -28,6 +29,8 @@ enum Command {
     Kustomize(kustomize_cmd::KustomizeArgs),
     /// Build Bundles from directories; print them (`-o`) or apply them to a cluster.
     Apply(apply_cmd::ApplyArgs),
+    /// Print the BundleDeployments a bundle would produce for given clusters.
+    Target(target_cmd::TargetArgs),
     /// Print installation manifests (`fleet install crds`).
     Install(install_cmd::InstallArgs),
 }
@@ -45,5 +48,6 @@ fn main() -> anyhow::Result<()> {
         Command::Kustomize(args) => kustomize_cmd::run(args),
         Command::Install(args) => install_cmd::run(args),
         Command::Apply(args) => apply_cmd::run(args),
+        Command::Target(args) => target_cmd::run(args),
     }
 }
