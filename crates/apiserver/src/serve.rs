@@ -16,6 +16,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
 
 use crate::auth::{self, Authenticator, PeerIdentity};
 
@@ -52,9 +53,9 @@ pub fn with_authentication(app: Router, authenticator: Authenticator) -> Router 
 /// every connection to finish (HTTP/1.1 closes after the current response, h2 sends GOAWAY),
 /// waits up to `drain_timeout` for in-flight requests and returns.
 ///
-/// Watches never finish on their own: the caller should end them when `shutdown` fires (the REST
-/// layer closes its watch streams on shutdown) so the drain completes promptly; whatever is still
-/// open after `drain_timeout` is dropped.
+/// Watches never finish on their own, so when `shutdown` fires every open watch response is ended
+/// cleanly (its chunked body completes, as when `timeoutSeconds` expires) and clients re-watch
+/// elsewhere or later; whatever is still open after `drain_timeout` is dropped.
 pub async fn serve<F>(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
@@ -67,6 +68,8 @@ where
 {
     let acceptor = TlsAcceptor::from(tls);
     let graceful = GracefulShutdown::new();
+    let closing = CancellationToken::new();
+    let app = end_watches_on(app, closing.clone());
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -114,6 +117,8 @@ where
         });
     }
     drop(listener);
+    // End every open watch so their connections can drain.
+    closing.cancel();
 
     tracing::info!(
         connections = graceful.count(),
@@ -166,6 +171,59 @@ async fn serve_connection(
     }
 }
 
+/// Whether a request is a watch (`?watch=true|1` or a legacy `/watch/` path): its response body
+/// streams until the client or the server ends it.
+fn is_watch(uri: &axum::http::Uri) -> bool {
+    let query_watch = uri.query().is_some_and(|q| {
+        q.split('&')
+            .any(|kv| matches!(kv, "watch=true" | "watch=1" | "watch=True"))
+    });
+    query_watch || uri.path().split('/').any(|seg| seg == "watch")
+}
+
+/// Wraps watch responses so their bodies end when `closing` is cancelled.
+fn end_watches_on(app: Router, closing: CancellationToken) -> Router {
+    app.layer(axum::middleware::from_fn(
+        move |req: axum::extract::Request, next: axum::middleware::Next| {
+            let closing = closing.clone();
+            async move {
+                let watch = is_watch(req.uri());
+                let resp = next.run(req).await;
+                if !watch {
+                    return resp;
+                }
+                resp.map(|inner| {
+                    axum::body::Body::new(EndOnShutdown {
+                        inner,
+                        closing: Box::pin(closing.cancelled_owned()),
+                    })
+                })
+            }
+        },
+    ))
+}
+
+/// A response body that ends (cleanly, no error) once shutdown begins.
+struct EndOnShutdown {
+    inner: axum::body::Body,
+    closing: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+}
+
+impl hyper::body::Body for EndOnShutdown {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        if self.closing.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(None);
+        }
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+}
+
 /// The client's address, in every request's extensions (for logs and audit).
 #[derive(Clone, Copy, Debug)]
 pub struct RemoteAddr(pub SocketAddr);
@@ -194,5 +252,28 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_detection() {
+        for u in [
+            "/api/v1/pods?watch=true",
+            "/api/v1/pods?limit=1&watch=1",
+            "/api/v1/watch/pods",
+        ] {
+            assert!(is_watch(&u.parse().unwrap()), "{u}");
+        }
+        for u in [
+            "/api/v1/pods",
+            "/api/v1/pods?watch=false",
+            "/api/v1/namespaces/watcher/pods",
+        ] {
+            assert!(!is_watch(&u.parse().unwrap()), "{u}");
+        }
     }
 }
