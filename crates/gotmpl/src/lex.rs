@@ -44,7 +44,7 @@ pub(crate) enum T {
 pub(crate) struct Item {
     pub t: T,
     pub pos: usize,
-    pub val: String,
+    pub val: std::rc::Rc<str>,
     pub line: usize,
 }
 
@@ -53,7 +53,7 @@ impl Item {
     pub fn describe(&self) -> String {
         match self.t {
             T::Eof => "EOF".into(),
-            T::Error => self.val.clone(),
+            T::Error => self.val.to_string(),
             T::Block
             | T::Break
             | T::Continue
@@ -170,11 +170,7 @@ impl<'a> Lexer<'a> {
     }
 
     fn emit(&mut self, t: T) {
-        let val = self
-            .input
-            .get(self.start..self.pos)
-            .unwrap_or("")
-            .to_string();
+        let val: std::rc::Rc<str> = self.input.get(self.start..self.pos).unwrap_or("").into();
         self.items.push(Item {
             t,
             pos: self.start,
@@ -205,7 +201,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             t: T::Error,
             pos: self.start,
-            val: msg,
+            val: msg.into(),
             line: self.start_line,
         });
     }
@@ -253,7 +249,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             t: T::Eof,
             pos: self.pos,
-            val: String::new(),
+            val: "".into(),
             line: self.line,
         });
     }
@@ -322,7 +318,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             t: T::Comment,
             pos: self.start,
-            val: String::new(),
+            val: "".into(),
             line: self.start_line,
         });
         self.start = self.pos;

@@ -328,7 +328,7 @@ impl<'a> Parser<'a> {
         let it = self.items.get(self.i).cloned().unwrap_or_else(|| Item {
             t: T::Eof,
             pos: self.text.len(),
-            val: String::new(),
+            val: "".into(),
             line: self.line,
         });
         self.touch(self.i);
@@ -355,7 +355,7 @@ impl<'a> Parser<'a> {
         self.items.get(self.i).cloned().unwrap_or_else(|| Item {
             t: T::Eof,
             pos: self.text.len(),
-            val: String::new(),
+            val: "".into(),
             line: self.line,
         })
     }
@@ -461,7 +461,9 @@ impl<'a> Parser<'a> {
     fn text_or_action(&mut self) -> PResult<Parsed> {
         let it = self.next_non_space();
         match it.t {
-            T::Text => Ok(Parsed::Node(Node::Text { text: it.val })),
+            T::Text => Ok(Parsed::Node(Node::Text {
+                text: it.val.to_string(),
+            })),
             T::LeftDelim => {
                 let saved = self.action_line;
                 self.action_line = it.line;
@@ -650,12 +652,12 @@ impl<'a> Parser<'a> {
             if next.t == T::Assign || next.t == T::Declare {
                 pipe.is_assign = next.t == T::Assign;
                 self.next_non_space();
-                pipe.decl.push((v.val.clone(), v.pos));
-                self.vars.push(v.val.clone());
-            } else if next.t == T::Char && next.val == "," {
+                pipe.decl.push((v.val.to_string(), v.pos));
+                self.vars.push(v.val.to_string());
+            } else if next.t == T::Char && &*next.val == "," {
                 self.next_non_space();
-                pipe.decl.push((v.val.clone(), v.pos));
-                self.vars.push(v.val.clone());
+                pipe.decl.push((v.val.to_string(), v.pos));
+                self.vars.push(v.val.to_string());
                 if context == "range" && pipe.decl.len() < 2 {
                     match self.peek_non_space().t {
                         T::Variable | T::RightDelim | T::RightParen => continue 'decls,
@@ -809,7 +811,7 @@ impl<'a> Parser<'a> {
                 }
                 Arg::Identifier {
                     pos: tok.pos,
-                    name: tok.val,
+                    name: tok.val.to_string(),
                 }
             }
             T::Dot => Arg::Dot { pos: tok.pos },
@@ -837,14 +839,14 @@ impl<'a> Parser<'a> {
             },
             T::Bool => Arg::Bool {
                 pos: tok.pos,
-                val: tok.val == "true",
+                val: &*tok.val == "true",
             },
             T::CharConst | T::Number => {
                 let num =
                     parse_number(&tok.val, tok.t == T::CharConst).map_err(|m| self.errorf(m))?;
                 Arg::Number {
                     pos: tok.pos,
-                    text: tok.val,
+                    text: tok.val.to_string(),
                     num,
                 }
             }
@@ -856,7 +858,7 @@ impl<'a> Parser<'a> {
                 let s = self.unquote(&tok)?;
                 Arg::Str {
                     pos: tok.pos,
-                    quoted: tok.val,
+                    quoted: tok.val.to_string(),
                     val: Arc::from(s),
                 }
             }
