@@ -190,3 +190,31 @@ fn parse_errors() {
         "template: x:1: bad number syntax: \"3x\""
     );
 }
+
+#[test]
+fn engine_types_are_thread_safe() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Templates>();
+    assert_send_sync::<Value>();
+    assert_send_sync::<gotmpl::Error>();
+    // a parsed set can render from several threads at once
+    let mut t = Templates::new();
+    t.parse(
+        "x",
+        "{{ .a }}-{{ include \"d\" . }}{{ define \"d\" }}D{{ end }}",
+    )
+    .expect("parse");
+    let t = std::sync::Arc::new(t);
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let t = t.clone();
+            std::thread::spawn(move || {
+                let d = gotmpl::map_of([("a".to_string(), Value::Int(i))]);
+                t.execute("x", &d).expect("execute")
+            })
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        assert_eq!(h.join().expect("thread"), format!("{i}-D"));
+    }
+}

@@ -1,0 +1,3 @@
+{{- define "fill" -}}
+{{- $_ := set . "filled" "yes" -}}
+{{- end -}}
