@@ -218,3 +218,42 @@ fn engine_types_are_thread_safe() {
         assert_eq!(h.join().expect("thread"), format!("{i}-D"));
     }
 }
+
+#[test]
+fn modern_go_semantics_and_limits() {
+    // eq of a missing value is false (Go >= 1.18), and/or short-circuit
+    assert_eq!(run(r#"{{ eq .missing "x" }}"#, "a: 1"), "false");
+    assert_eq!(run(r#"{{ or 1 (fail "not evaluated") }}"#, ""), "1");
+    // hostile sizes fail loudly instead of exhausting memory
+    assert!(
+        run("{{ len (until 100000000) }}", "").contains("sequence longer than 1000000 elements")
+    );
+    assert!(run(r#"{{ indent 100000000 "a\nb" }}"#, "").contains("indent output too large"));
+    assert!(run(r#"{{ repeat 100000000 "abc" }}"#, "").contains("Repeat output length overflow"));
+    // deep recursion is an error, not a stack overflow
+    let deep = run(
+        r#"{{ define "r" }}{{ template "r" . }}{{ end }}{{ template "r" . }}"#,
+        "",
+    );
+    assert!(deep.contains("exceeded maximum template depth"), "{deep}");
+    let inc = run(
+        r#"{{ define "r" }}{{ include "r" . }}{{ end }}{{ include "r" . }}"#,
+        "",
+    );
+    assert!(
+        inc.contains("rendering template has a nested reference name: r"),
+        "{inc}"
+    );
+}
+
+#[test]
+fn json_conversions() {
+    let j: serde_json::Value = serde_json::json!({"i": 1, "f": 1.5, "l": [1, "a", null]});
+    assert_eq!(
+        Value::from(j.clone()).to_go_string(),
+        "map[f:1.5 i:1 l:[1 a <nil>]]"
+    );
+    let f = Value::from_json_float(serde_json::json!({"n": 1000000}));
+    assert_eq!(f.to_go_string(), "map[n:1e+06]");
+    assert_eq!(f.to_json(), serde_json::json!({"n": 1000000}));
+}
