@@ -6,6 +6,7 @@ mod apply_cmd;
 mod bench;
 mod install_cmd;
 mod target_cmd;
+mod test_cmd;
 mod kustomize_cmd;
 mod server;
 mod template_cmd;
@@ -31,6 +32,8 @@ enum Command {
     Apply(apply_cmd::ApplyArgs),
     /// Print the BundleDeployments a bundle would produce for given clusters.
     Target(target_cmd::TargetArgs),
+    /// Render a bundle for a hypothetical cluster.
+    Test(test_cmd::TestArgs),
     /// Print installation manifests (`fleet install crds`).
     Install(install_cmd::InstallArgs),
 }
@@ -49,5 +52,6 @@ fn main() -> anyhow::Result<()> {
         Command::Install(args) => install_cmd::run(args),
         Command::Apply(args) => apply_cmd::run(args),
         Command::Target(args) => target_cmd::run(args),
+        Command::Test(args) => test_cmd::run(args),
     }
 }
