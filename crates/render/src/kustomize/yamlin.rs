@@ -135,6 +135,8 @@ enum Frame {
         entries: Vec<(String, Node)>,
         merged: Vec<(String, Node)>,
         pending_key: Option<Node>,
+        /// The pending key was a plain, untagged `<<` (a merge key, not the string).
+        pending_merge: bool,
     },
 }
 
@@ -156,12 +158,13 @@ impl Builder {
                         format!("{}{}", t.handle(), t.suffix())
                     }
                 });
+                let is_merge = style == ScalarStyle::Plain && tag.is_none() && text == "<<";
                 let v = self.resolve(&text, style, tag_suffix.as_deref(), line)?;
                 let node = Node { line, v };
                 if anchor != 0 {
                     self.anchors.insert(anchor, node.clone());
                 }
-                self.push(node)
+                self.push_node(node, is_merge)
             }
             Event::Alias(id) => {
                 let node = self.anchors.get(&id).cloned().ok_or_else(|| YamlError {
@@ -185,6 +188,7 @@ impl Builder {
                     entries: Vec::new(),
                     merged: Vec::new(),
                     pending_key: None,
+                    pending_merge: false,
                 });
                 Ok(())
             }
@@ -244,6 +248,10 @@ impl Builder {
     }
 
     fn push(&mut self, node: Node) -> Result<(), YamlError> {
+        self.push_node(node, false)
+    }
+
+    fn push_node(&mut self, node: Node, is_merge: bool) -> Result<(), YamlError> {
         match self.stack.last_mut() {
             None => {
                 if !matches!(node.v, YVal::Null) {
@@ -259,10 +267,12 @@ impl Builder {
                 entries,
                 merged,
                 pending_key,
+                pending_merge,
                 ..
             }) => match pending_key.take() {
                 None => {
                     *pending_key = Some(node);
+                    *pending_merge = is_merge;
                     Ok(())
                 }
                 Some(key) => {
@@ -279,7 +289,7 @@ impl Builder {
                             });
                         }
                     };
-                    if k == "<<" {
+                    if *pending_merge {
                         // Merge key: earlier explicit keys win, merged ones fill in.
                         let sources: Vec<Node> = match node.v {
                             YVal::Map(_) => vec![node],
