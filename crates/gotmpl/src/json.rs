@@ -173,10 +173,104 @@ fn write_str(out: &mut String, s: &str, html: bool) {
     out.push('"');
 }
 
-/// json.Unmarshal into interface{}: numbers become float64.
+/// json.Unmarshal into interface{}: numbers become float64. Syntax errors are reworded the way
+/// Go's encoding/json words them.
 pub fn from_json(text: &str) -> Result<Value, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| go_json_error(text, &e))?;
     Ok(Value::from_json_float(v))
+}
+
+/// Go's quoteChar for scanner errors.
+fn quote_char(c: char) -> String {
+    match c {
+        '\'' => "'\\''".to_string(),
+        '"' => "'\"'".to_string(),
+        c => {
+            let q = crate::lex::go_quote(&c.to_string());
+            format!("'{}'", &q[1..q.len() - 1])
+        }
+    }
+}
+
+fn go_json_error(text: &str, e: &serde_json::Error) -> String {
+    if e.is_eof() {
+        // Go feeds a space at end of input: inside a literal or number that is the error
+        let t = text;
+        let alpha = t.len() - t.trim_end_matches(|c: char| c.is_ascii_alphabetic()).len();
+        let tail = &t[t.len() - alpha..];
+        if !tail.is_empty()
+            && let Some(l) = ["true", "false", "null"]
+                .into_iter()
+                .find(|l| l.starts_with(tail) && l.len() > tail.len())
+        {
+            return format!(
+                "invalid character ' ' in literal {l} (expecting {})",
+                quote_char(l.as_bytes()[tail.len()] as char)
+            );
+        }
+        if t.ends_with('-') && !t.ends_with("e-") && !t.ends_with("E-") {
+            return "invalid character ' ' in numeric literal".into();
+        }
+        if t.ends_with('.') {
+            return "invalid character ' ' after decimal point in numeric literal".into();
+        }
+        if t.ends_with(['e', 'E', '+', '-']) {
+            return "invalid character ' ' in exponent of numeric literal".into();
+        }
+        return "unexpected end of JSON input".into();
+    }
+    // serde_json reports 1-based line/column of the offending character
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(e.line().saturating_sub(1))
+        .map(|l| l.len())
+        .sum();
+    let rest = text.get(line_start..).unwrap_or("");
+    let col = e.column().saturating_sub(1);
+    let Some((off, c)) = rest.char_indices().nth(col) else {
+        return "unexpected end of JSON input".into();
+    };
+    let msg = e.to_string();
+    let what = if msg.starts_with("expected `:`") {
+        "after object key".to_string()
+    } else if msg.starts_with("expected `,` or `}`") {
+        "after object key:value pair".to_string()
+    } else if msg.starts_with("expected `,` or `]`") {
+        "after array element".to_string()
+    } else if msg.starts_with("trailing characters") {
+        "after top-level value".to_string()
+    } else if msg.starts_with("key must be a string") {
+        "looking for beginning of object key string".to_string()
+    } else if msg.starts_with("expected ident") {
+        // inside true/false/null: find the literal and the expected letter
+        let before = &rest[..off];
+        let start = before
+            .rfind(|ch: char| !ch.is_ascii_alphabetic())
+            .map(|k| k + 1)
+            .unwrap_or(0);
+        let typed = &before[start..];
+        let lit = ["true", "false", "null"]
+            .into_iter()
+            .find(|l| l.starts_with(typed));
+        match lit {
+            Some(l) if typed.len() < l.len() => {
+                format!(
+                    "in literal {l} (expecting {})",
+                    quote_char(l.as_bytes()[typed.len()] as char)
+                )
+            }
+            _ => "looking for beginning of value".to_string(),
+        }
+    } else if msg.starts_with("invalid number") || msg.starts_with("number out of range") {
+        "in numeric literal".to_string()
+    } else if msg.starts_with("control character") {
+        "in string literal".to_string()
+    } else if msg.starts_with("invalid escape") {
+        "in string escape code".to_string()
+    } else {
+        "looking for beginning of value".to_string()
+    };
+    format!("invalid character {} {what}", quote_char(c))
 }
 
 #[cfg(test)]
@@ -190,6 +284,23 @@ mod tests {
         assert_eq!(go_json_float(1e21).as_deref(), Some("1e+21"));
         assert_eq!(go_json_float(1e-7).as_deref(), Some("1e-7"));
         assert_eq!(go_json_float(0.000001).as_deref(), Some("0.000001"));
+    }
+
+    #[test]
+    fn go_error_texts() {
+        let e = |t: &str| from_json(t).err().unwrap_or_default();
+        assert_eq!(
+            e("{\"a\": }"),
+            "invalid character '}' looking for beginning of value"
+        );
+        assert_eq!(
+            e("not json"),
+            "invalid character 'o' in literal null (expecting 'u')"
+        );
+        assert_eq!(e("{\"a\" 1}"), "invalid character '1' after object key");
+        assert_eq!(e("[1 2]"), "invalid character '2' after array element");
+        assert_eq!(e("{\"a\": 1"), "unexpected end of JSON input");
+        assert_eq!(e("1 2"), "invalid character '2' after top-level value");
     }
 
     #[test]

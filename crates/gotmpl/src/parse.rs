@@ -1,6 +1,5 @@
 //! Parser producing the template AST; mirrors Go's `text/template/parse` including its error texts.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::error::Error;
@@ -305,21 +304,7 @@ pub(crate) fn parse(
         root,
     };
     let mut trees = vec![main];
-    // Go: a redefinition inside one Parse call of a non-empty template is an error.
-    let mut seen: HashSet<String> = HashSet::new();
-    for t in p.out {
-        if !t.is_empty() && !seen.insert(t.name.clone()) {
-            return Err(Error::parse(
-                name,
-                1,
-                format!(
-                    "template: multiple definition of template {}",
-                    go_quote(&t.name)
-                ),
-            ));
-        }
-        trees.push(t);
-    }
+    trees.extend(p.out);
     Ok(trees)
 }
 
@@ -437,12 +422,30 @@ impl<'a> Parser<'a> {
         if let End::Else = end {
             return Err(self.errorf(format!("unexpected {{{{else}}}} in {context}")));
         }
-        self.out.push(Tree {
+        self.add_tree(Tree {
             name,
             parse_name: self.parse_name.clone(),
             text: self.text.clone(),
             root: list,
-        });
+        })
+    }
+
+    /// Go's Tree.add: a second non-empty definition of a name in one Parse call is an error.
+    fn add_tree(&mut self, t: Tree) -> PResult<()> {
+        if let Some(k) = self.out.iter().position(|o| o.name == t.name) {
+            if t.is_empty() {
+                return Ok(());
+            }
+            if !self.out[k].is_empty() {
+                return Err(self.errorf(format!(
+                    "template: multiple definition of template {}",
+                    go_quote(&t.name)
+                )));
+            }
+            self.out[k] = t;
+            return Ok(());
+        }
+        self.out.push(t);
         Ok(())
     }
 
@@ -617,12 +620,12 @@ impl<'a> Parser<'a> {
         if let End::Else = end {
             return Err(self.errorf(format!("unexpected {{{{else}}}} in {context}")));
         }
-        self.out.push(Tree {
+        self.add_tree(Tree {
             name: name.clone(),
             parse_name: self.parse_name.clone(),
             text: self.text.clone(),
             root: list,
-        });
+        })?;
         self.depth -= 1;
         Ok(Node::Template {
             pos: tok.pos,

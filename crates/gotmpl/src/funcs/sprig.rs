@@ -748,8 +748,11 @@ pub(crate) fn register(m: &mut Map) {
     });
 
     // ---- regex
+    // sprig's regexMatch ignores compile errors (an invalid pattern simply does not match)
     reg(m, "regexMatch", &[Str, Str], None, |_, a| {
-        Ok(Value::Bool(regex(s(&a[0]))?.is_match(s(&a[1]))))
+        Ok(Value::Bool(
+            regex::Regex::new(s(&a[0])).is_ok_and(|re| re.is_match(s(&a[1]))),
+        ))
     });
     reg(m, "mustRegexMatch", &[Str, Str], None, |_, a| {
         Ok(Value::Bool(regex(s(&a[0]))?.is_match(s(&a[1]))))
