@@ -171,7 +171,8 @@ pub fn chart_layout(files: &BTreeMap<String, Vec<u8>>) -> RawYamlChart {
         if name.starts_with("templates/") {
             out.templates.push((name.clone(), bytes.clone()));
         } else {
-            out.raw_files.push((format!("raw-yaml/{name}"), bytes.clone()));
+            out.raw_files
+                .push((format!("raw-yaml/{name}"), bytes.clone()));
         }
     }
     out
@@ -200,13 +201,13 @@ fn push_objects(v: Value, out: &mut Vec<Value>) {
     if api.is_empty() || kind.is_empty() {
         return;
     }
-    if kind.ends_with("List") {
-        if let Some(Value::Array(items)) = v.get("items") {
-            for it in items.clone() {
-                push_objects(it, out);
-            }
-            return;
+    if kind.ends_with("List")
+        && let Some(Value::Array(items)) = v.get("items")
+    {
+        for it in items.clone() {
+            push_objects(it, out);
         }
+        return;
     }
     out.push(v);
 }
@@ -237,13 +238,22 @@ mod tests {
                 "svc.yaml",
                 "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  ports:\n  - port: 80\n    name: http\n",
             ),
-            ("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: '1'\n"),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: '1'\n",
+            ),
             (
                 "overlays/prod/svc_patch.yaml",
                 "spec:\n  type: LoadBalancer\n  ports:\n  - port: 443\n    name: https\n",
             ),
-            ("overlays/prod/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: '2'\n"),
-            ("overlays/test/cm_patch.yaml", "- op: add\n  path: /data/b\n  value: x\n"),
+            (
+                "overlays/prod/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: '2'\n",
+            ),
+            (
+                "overlays/test/cm_patch.yaml",
+                "- op: add\n  path: /data/b\n  value: x\n",
+            ),
             ("README.md", "docs"),
         ]);
         let out = apply_overlays(&f, &["prod".into(), "test".into()]).unwrap();
@@ -271,17 +281,32 @@ mod tests {
     fn layout_and_decoding() {
         let f = files(&[
             ("fleet.yaml", "defaultNamespace: x\n"),
-            ("templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n"),
-            ("app/deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n---\nfoo: bar\n"),
+            (
+                "templates/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
+            ),
+            (
+                "app/deploy.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n---\nfoo: bar\n",
+            ),
             ("sub/fleet.yaml", "x: 1\n"),
-            ("sub/other.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n"),
+            (
+                "sub/other.yaml",
+                "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n",
+            ),
             ("notes.txt", "hi"),
-            ("values.json", "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"j\"}, \"data\": {\"on\": \"yes\"}}"),
+            (
+                "values.json",
+                "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"j\"}, \"data\": {\"on\": \"yes\"}}",
+            ),
         ]);
         let chart = chart_layout(&f);
         assert_eq!(chart.templates.len(), 1);
         let names: Vec<&str> = chart.raw_files.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, vec!["raw-yaml/app/deploy.yaml", "raw-yaml/values.json"]);
+        assert_eq!(
+            names,
+            vec!["raw-yaml/app/deploy.yaml", "raw-yaml/values.json"]
+        );
         let objs = raw_objects(&chart).unwrap();
         assert_eq!(objs.len(), 2, "doc without kind skipped");
         assert_eq!(objs[1]["data"]["on"], json!("yes"));

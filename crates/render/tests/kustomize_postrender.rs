@@ -102,9 +102,11 @@ fn kustomize_bin() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("FLEET_KUSTOMIZE_BIN") {
         return Some(PathBuf::from(p)).filter(|p| p.is_file());
     }
-    let tools = std::env::var("FLEET_TOOLS_DIR").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools")
-    });
+    let tools = std::env::var("FLEET_TOOLS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools")
+        });
     Some(tools.join("bin/kustomize")).filter(|p| p.is_file())
 }
 
@@ -139,7 +141,11 @@ fn matches_real_kustomize_on_the_same_tree() {
         .arg(&dir)
         .output()
         .expect("run kustomize");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).expect("utf8");
     let mut want: Vec<Value> = yamlin::parse_documents(&text, yamlin::Schema::V3)
         .expect("parse")

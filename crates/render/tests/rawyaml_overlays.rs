@@ -68,10 +68,7 @@ fn bundle() -> BTreeMap<String, Vec<u8>> {
         "templates/cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
     );
-    add(
-        "nested/fleet.yaml",
-        "namespace: other\n",
-    );
+    add("nested/fleet.yaml", "namespace: other\n");
     add(
         "nested/skip.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: belongs-to-nested-bundle\n",
@@ -118,7 +115,12 @@ fn overlays_patch_replace_and_select_manifests() {
 #[test]
 fn without_overlays_overlay_files_are_dropped() {
     let chart = rawyaml::prepare(&bundle(), &[]).expect("prepare");
-    assert!(chart.raw_files.iter().all(|(n, _)| !n.contains("overlays/")));
+    assert!(
+        chart
+            .raw_files
+            .iter()
+            .all(|(n, _)| !n.contains("overlays/"))
+    );
     let objs = rawyaml::raw_objects(&chart).expect("decode");
     assert!(by_name(&objs, "Service", "web").is_some());
     let d = by_name(&objs, "Deployment", "web").expect("deployment");
@@ -170,8 +172,10 @@ fn shared_multi_cluster_manifests_example() {
         json!("master")
     );
     // README.md and fleet.yaml are not manifests.
-    assert!(chart
-        .raw_files
-        .iter()
-        .all(|(n, _)| n.ends_with(".yaml") && !n.ends_with("fleet.yaml")));
+    assert!(
+        chart
+            .raw_files
+            .iter()
+            .all(|(n, _)| n.ends_with(".yaml") && !n.ends_with("fleet.yaml"))
+    );
 }

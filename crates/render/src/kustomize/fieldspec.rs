@@ -125,7 +125,7 @@ where
     let Value::Object(m) = node else {
         return Ok(());
     };
-    let missing = !m.get(name).is_some_and(|v| !v.is_null());
+    let missing = m.get(name).is_none_or(|v| v.is_null());
     if missing {
         if !create {
             return Ok(());
@@ -146,13 +146,13 @@ where
         return Ok(());
     };
     if rest.is_empty() {
-        if let Value::Array(items) = child {
-            if is_list {
-                for it in items {
-                    f(it)?;
-                }
-                return Ok(());
+        if let Value::Array(items) = child
+            && is_list
+        {
+            for it in items {
+                f(it)?;
             }
+            return Ok(());
         }
         return f(child);
     }

@@ -352,10 +352,10 @@ fn merge_field(new: &mut Value, old: &Value, field: &str) {
             merged.insert(k.clone(), v.clone());
         }
     }
-    if let Value::Object(o) = new {
-        if !merged.is_empty() {
-            o.insert(field.into(), Value::Object(merged));
-        }
+    if let Value::Object(o) = new
+        && !merged.is_empty()
+    {
+        o.insert(field.into(), Value::Object(merged));
     }
 }
 

@@ -300,12 +300,8 @@ fn go_parse_float(s: &str) -> Option<f64> {
         return None;
     }
     // Rust accepts the same decimal grammar except it also takes "inf"/"nan" (handled).
-    let r: Result<f64, _> = s.parse();
-    match r {
-        Ok(v) => Some(v),
-        // Go accepts out-of-range values with an error (treated as failure by go-yaml).
-        Err(_) => None,
-    }
+    // Out-of-range values fail in Go too (ParseFloat returns an error go-yaml rejects).
+    s.parse::<f64>().ok().filter(|f| f.is_finite())
 }
 
 /// `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`
@@ -664,11 +660,9 @@ fn analyze(value: &[u8]) -> Analysis {
                         block_indicators = true;
                     }
                 }
-                b'-' => {
-                    if followed_by_ws {
-                        flow_indicators = true;
-                        block_indicators = true;
-                    }
+                b'-' if followed_by_ws => {
+                    flow_indicators = true;
+                    block_indicators = true;
                 }
                 _ => {}
             }
@@ -681,11 +675,9 @@ fn analyze(value: &[u8]) -> Analysis {
                         block_indicators = true;
                     }
                 }
-                b'#' => {
-                    if preceded_by_ws {
-                        flow_indicators = true;
-                        block_indicators = true;
-                    }
+                b'#' if preceded_by_ws => {
+                    flow_indicators = true;
+                    block_indicators = true;
                 }
                 _ => {}
             }

@@ -277,7 +277,10 @@ pub fn post_render(
             Some(serde_json::Value::Array(a)) => a.clone(),
             _ => Vec::new(),
         };
-        if !resources.iter().any(|r| r.as_str() == Some(FLEET_MANIFESTS)) {
+        if !resources
+            .iter()
+            .any(|r| r.as_str() == Some(FLEET_MANIFESTS))
+        {
             resources.insert(0, serde_json::Value::String(FLEET_MANIFESTS.into()));
             obj.insert("resources".into(), serde_json::Value::Array(resources));
         }

@@ -363,14 +363,14 @@ fn candidates_for<'a>(referrer: &ResId, obj: &Value, cands: &'a [Cand]) -> Vec<&
         return cands.iter().collect();
     }
     let mut rb_namespaces: Vec<String> = Vec::new();
-    if referrer.kind == "RoleBinding" {
-        if let Some(Value::Array(subjects)) = obj.get("subjects") {
-            for s in subjects {
-                if s.get("kind").and_then(Value::as_str) == Some("ServiceAccount") {
-                    if let Some(ns) = s.get("namespace").and_then(Value::as_str) {
-                        rb_namespaces.push(ns.to_string());
-                    }
-                }
+    if referrer.kind == "RoleBinding"
+        && let Some(Value::Array(subjects)) = obj.get("subjects")
+    {
+        for s in subjects {
+            if s.get("kind").and_then(Value::as_str) == Some("ServiceAccount")
+                && let Some(ns) = s.get("namespace").and_then(Value::as_str)
+            {
+                rb_namespaces.push(ns.to_string());
             }
         }
     }
@@ -379,7 +379,7 @@ fn candidates_for<'a>(referrer: &ResId, obj: &Value, cands: &'a [Cand]) -> Vec<&
         .filter(|c| {
             c.cur.is_cluster_scoped()
                 || c.cur.effective_namespace() == referrer.effective_namespace()
-                || rb_namespaces.iter().any(|n| *n == c.cur.namespace)
+                || rb_namespaces.contains(&c.cur.namespace)
         })
         .collect()
 }
@@ -394,10 +394,10 @@ fn set_ref(
     match v {
         Value::Null => Ok(()),
         Value::String(s) => {
-            if let Some(c) = select_referral(s, pool, br, spec, referrer)? {
-                if c.cur.name != *s {
-                    *s = c.cur.name.clone();
-                }
+            if let Some(c) = select_referral(s, pool, br, spec, referrer)?
+                && c.cur.name != *s
+            {
+                *s = c.cur.name.clone();
             }
             Ok(())
         }
@@ -463,14 +463,14 @@ fn select_referral<'a>(
         .filter(|c| c.prev.iter().any(|p| p.name == old))
         .filter(|c| c.prev.iter().any(|p| br.selects(p)))
         .collect();
-    if spec.path.ends_with("roleRef/name") {
-        if let Some((g, k)) = &referrer.role_ref {
-            c.retain(|c| {
-                c.prev
-                    .iter()
-                    .any(|p| (g.is_empty() || p.group == *g) && (k.is_empty() || p.kind == *k))
-            });
-        }
+    if spec.path.ends_with("roleRef/name")
+        && let Some((g, k)) = &referrer.role_ref
+    {
+        c.retain(|c| {
+            c.prev
+                .iter()
+                .any(|p| (g.is_empty() || p.group == *g) && (k.is_empty() || p.kind == *k))
+        });
     }
     if !referrer.cur.is_cluster_scoped() {
         c.retain(|c| {

@@ -342,10 +342,8 @@ fn apply_sm(
             continue;
         }
         r.obj = out;
-        if !allow_kind_change {
-            if let Value::Object(m) = &mut r.obj {
-                m.insert("kind".into(), Value::String(kind.clone()));
-            }
+        if !allow_kind_change && let Value::Object(m) = &mut r.obj {
+            m.insert("kind".into(), Value::String(kind.clone()));
         }
         if !allow_name_change {
             r.set_name(&name);
@@ -406,15 +404,15 @@ fn select(acc: &ResMap, s: &Selector) -> Result<Vec<usize>, String> {
         if !m(&g, &cur.group) || !m(&v, &cur.version) || !m(&kd, &cur.kind) {
             continue;
         }
-        if let Some(req) = &labels {
-            if !matches_selector(req, r, "labels") {
-                continue;
-            }
+        if let Some(req) = &labels
+            && !matches_selector(req, r, "labels")
+        {
+            continue;
         }
-        if let Some(req) = &annotations {
-            if !matches_selector(req, r, "annotations") {
-                continue;
-            }
+        if let Some(req) = &annotations
+            && !matches_selector(req, r, "annotations")
+        {
+            continue;
         }
         out.push(i);
     }

@@ -92,14 +92,14 @@ fn namespace(k: &Kustomization, acc: &mut ResMap, ns: &str) -> Result<(), Kustom
         if !id.is_cluster_scoped() {
             r.set_namespace(ns);
         }
-        if id.kind == "RoleBinding" || id.kind == "ClusterRoleBinding" {
-            if let Some(Value::Array(subjects)) = r.obj.get_mut("subjects") {
-                for s in subjects {
-                    if s.get("name").and_then(Value::as_str) == Some("default") {
-                        if let Value::Object(m) = s {
-                            m.insert("namespace".into(), Value::String(ns.to_string()));
-                        }
-                    }
+        if (id.kind == "RoleBinding" || id.kind == "ClusterRoleBinding")
+            && let Some(Value::Array(subjects)) = r.obj.get_mut("subjects")
+        {
+            for s in subjects {
+                if s.get("name").and_then(Value::as_str) == Some("default")
+                    && let Value::Object(m) = s
+                {
+                    m.insert("namespace".into(), Value::String(ns.to_string()));
                 }
             }
         }
@@ -239,14 +239,14 @@ fn set_images(v: &mut Value, im: &ImageSpec) {
         Value::Object(m) => {
             for (key, child) in m.iter_mut() {
                 set_images(child, im);
-                if key == "containers" || key == "initContainers" {
-                    if let Value::Array(items) = child {
-                        for it in items {
-                            if let Some(Value::String(s)) = it.get_mut("image") {
-                                if let Some(n) = update_image(s, im) {
-                                    *s = n;
-                                }
-                            }
+                if (key == "containers" || key == "initContainers")
+                    && let Value::Array(items) = child
+                {
+                    for it in items {
+                        if let Some(Value::String(s)) = it.get_mut("image")
+                            && let Some(n) = update_image(s, im)
+                        {
+                            *s = n;
                         }
                     }
                 }

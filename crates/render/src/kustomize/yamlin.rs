@@ -402,10 +402,10 @@ pub fn resolve_plain(s: &str, schema: Schema) -> YVal {
             if let Some(v) = parse_go_int(&plain) {
                 return v;
             }
-            if is_float_syntax(&plain) {
-                if let Some(f) = parse_decimal_float(&plain) {
-                    return num_f(f, s);
-                }
+            if is_float_syntax(&plain)
+                && let Some(f) = parse_decimal_float(&plain)
+            {
+                return num_f(f, s);
             }
         }
         _ => {}
@@ -510,7 +510,7 @@ fn parse_decimal_float(s: &str) -> Option<f64> {
     {
         return None;
     }
-    s.parse::<f64>().ok()
+    s.parse::<f64>().ok().filter(|f| f.is_finite())
 }
 
 #[cfg(test)]
