@@ -1,41 +1,153 @@
-//! Live event fan-out. One `tokio::sync::broadcast` ring per watched resource (`/group/resource/`)
-//! plus one for watchers of wider prefixes: an event is cloned into the ring once (reference
-//! counts only, the JSON is shared) and every watcher reads it through its own cursor, so fan-out
-//! costs no per-watcher allocation. The ring's capacity is each watcher's queue bound: a watcher
-//! that falls that far behind gets `Lagged`, and is cut off instead of slowing the writer.
+//! Live event fan-out without per-watcher queues.
+//!
+//! Watchers subscribe to a *hub*: the finest of `/group/resource/namespace/`,
+//! `/group/resource/` or the catch-all that their prefix allows, so a namespace-scoped watcher
+//! (an agent watching its own namespace) is only woken for its namespace's events. A hub is a
+//! shared log of events (one clone of each event per hub: reference counts only, the JSON is
+//! shared) plus one cursor per subscriber; a subscriber reads the log through its cursor, so
+//! delivery allocates nothing per watcher. Events every subscriber has read are dropped from
+//! the front; a subscriber more than the hub's capacity behind is cut off (its `next()` returns
+//! `None`) instead of ever slowing the writer. Hubs grow only with the events they hold, so
+//! thousands of per-namespace hubs cost almost nothing when idle.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use tokio::sync::broadcast;
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::Notify;
 
 use super::{Event, Rev};
 
-/// The part of a key or prefix that names its resource: `/group/resource/`, or `None` when the
-/// string is shorter than that (such prefixes are served by the catch-all ring).
-pub(crate) fn resource_of(s: &str) -> Option<&str> {
-    let bytes = s.as_bytes();
-    if bytes.first() != Some(&b'/') {
+/// The prefix of `s` through its `n`-th `/` (`n` = 3: `/group/resource/`, 4: `/group/resource/ns/`),
+/// or `None` when `s` has fewer slashes or does not start with one.
+pub(crate) fn through_slash(s: &str, n: usize) -> Option<&str> {
+    if !s.starts_with('/') {
         return None;
     }
-    let mut seen = 0;
-    for (i, b) in bytes.iter().enumerate() {
-        if *b == b'/' {
-            seen += 1;
-            if seen == 3 {
-                return s.get(..=i);
-            }
-        }
-    }
-    None
+    let (i, _) = s.match_indices('/').nth(n.checked_sub(1)?)?;
+    s.get(..=i)
 }
 
-/// Broadcast rings, keyed by resource.
-pub(crate) struct Hubs {
-    /// Per-watcher queue bound (ring capacity).
+/// The part of a key or prefix that names its resource: `/group/resource/`.
+pub(crate) fn resource_of(s: &str) -> Option<&str> {
+    through_slash(s, 3)
+}
+
+struct HubLog {
+    /// Sequence number of `events[0]`.
+    base: u64,
+    events: VecDeque<Event>,
+    closed: bool,
+}
+
+/// One shared event log and its subscribers.
+pub(crate) struct Hub {
+    log: RwLock<HubLog>,
+    notify: Notify,
+    /// Each subscriber's next sequence number; an entry only the hub holds is a gone subscriber.
+    cursors: Mutex<Vec<Arc<AtomicU64>>>,
     capacity: usize,
-    /// Watchers whose prefix is shorter than `/group/resource/`.
-    all: Option<broadcast::Sender<Event>>,
-    by_resource: HashMap<Box<str>, broadcast::Sender<Event>>,
+}
+
+impl Hub {
+    fn new(capacity: usize) -> Hub {
+        Hub {
+            log: RwLock::new(HubLog {
+                base: 0,
+                events: VecDeque::new(),
+                closed: false,
+            }),
+            notify: Notify::new(),
+            cursors: Mutex::new(Vec::new()),
+            capacity,
+        }
+    }
+
+    fn subscribe(self: &Arc<Hub>) -> Subscriber {
+        // Hold the log lock while registering so the start position and the trim see each other.
+        let log = self.log.read();
+        let cursor = Arc::new(AtomicU64::new(log.base + log.events.len() as u64));
+        self.cursors.lock().push(cursor.clone());
+        drop(log);
+        Subscriber {
+            hub: self.clone(),
+            cursor,
+        }
+    }
+
+    fn has_subscribers(&self) -> bool {
+        let mut c = self.cursors.lock();
+        c.retain(|a| Arc::strong_count(a) > 1);
+        !c.is_empty()
+    }
+
+    /// Appends events, drops what every subscriber has read (and whatever exceeds the
+    /// capacity: subscribers that far behind are cut off), and wakes the waiting subscribers.
+    fn push(&self, events: impl Iterator<Item = Event>) {
+        let mut log = self.log.write();
+        log.events.extend(events);
+        let min = {
+            let mut c = self.cursors.lock();
+            c.retain(|a| Arc::strong_count(a) > 1);
+            c.iter().map(|a| a.load(Ordering::Acquire)).min()
+        };
+        let end = log.base + log.events.len() as u64;
+        let keep_from = min
+            .unwrap_or(end)
+            .max(end.saturating_sub(self.capacity as u64));
+        while log.base < keep_from && log.events.pop_front().is_some() {
+            log.base += 1;
+        }
+        drop(log);
+        self.notify.notify_waiters();
+    }
+
+    fn close(&self) {
+        self.log.write().closed = true;
+        self.notify.notify_waiters();
+    }
+}
+
+/// A reader of one hub.
+pub(crate) struct Subscriber {
+    hub: Arc<Hub>,
+    cursor: Arc<AtomicU64>,
+}
+
+impl Subscriber {
+    /// The next event of the hub; `None` when cut off (fell behind) or closed. Cancel-safe:
+    /// the cursor only moves when an event is returned.
+    pub(crate) async fn recv(&mut self) -> Option<Event> {
+        loop {
+            let notified = self.hub.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let log = self.hub.log.read();
+                let cur = self.cursor.load(Ordering::Acquire);
+                if cur < log.base {
+                    return None; // its events were dropped: it fell too far behind
+                }
+                let idx = usize::try_from(cur - log.base).unwrap_or(usize::MAX);
+                if let Some(ev) = log.events.get(idx) {
+                    self.cursor.store(cur + 1, Ordering::Release);
+                    return Some(ev.clone());
+                }
+                if log.closed {
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+}
+
+/// All hubs, keyed by the prefix they serve (`""` = catch-all).
+pub(crate) struct Hubs {
+    /// Per-watcher queue bound (events a subscriber may fall behind).
+    capacity: usize,
+    hubs: HashMap<Box<str>, Arc<Hub>>,
     closed: bool,
 }
 
@@ -43,64 +155,75 @@ impl Hubs {
     pub(crate) fn new(capacity: usize) -> Hubs {
         Hubs {
             capacity: capacity.max(16),
-            all: None,
-            by_resource: HashMap::new(),
+            hubs: HashMap::new(),
             closed: false,
         }
     }
 
-    /// A receiver for every event whose key starts with `prefix` (plus possibly others the
-    /// watcher filters out itself). `None` once the store is closed.
-    pub(crate) fn subscribe(&mut self, prefix: &str) -> Option<broadcast::Receiver<Event>> {
+    /// The hub a watcher of `prefix` reads: every event under `prefix` passes through it.
+    fn hub_key(prefix: &str) -> &str {
+        through_slash(prefix, 4)
+            .or_else(|| resource_of(prefix))
+            .unwrap_or("")
+    }
+
+    /// A subscription receiving (at least) every event whose key starts with `prefix`, from
+    /// now on. `None` once the store is closed.
+    pub(crate) fn subscribe(&mut self, prefix: &str) -> Option<Subscriber> {
         if self.closed {
             return None;
         }
-        let cap = self.capacity;
-        let tx = match resource_of(prefix) {
-            Some(res) => {
-                if let Some(tx) = self.by_resource.get(res) {
-                    tx
-                } else {
-                    self.by_resource
-                        .entry(res.into())
-                        .or_insert_with(|| broadcast::channel(cap).0)
+        let key = Self::hub_key(prefix);
+        let hub = match self.hubs.get(key) {
+            Some(h) => h.clone(),
+            None => {
+                let h = Arc::new(Hub::new(self.capacity));
+                self.hubs.insert(key.into(), h.clone());
+                h
+            }
+        };
+        Some(hub.subscribe())
+    }
+
+    /// Sends committed events, in revision order, to the hubs that serve their keys.
+    pub(crate) fn publish(&mut self, events: &[Event]) {
+        if self.hubs.is_empty() {
+            return;
+        }
+        // Group the batch per hub, so each hub is locked and woken once per batch.
+        let mut per_hub: Vec<(Arc<Hub>, Vec<usize>)> = Vec::new();
+        let mut slot: HashMap<*const Hub, usize> = HashMap::new();
+        for (i, ev) in events.iter().enumerate() {
+            let keys = [Some(""), resource_of(&ev.key), through_slash(&ev.key, 4)];
+            for k in keys.into_iter().flatten() {
+                if let Some(h) = self.hubs.get(k) {
+                    let n = *slot.entry(Arc::as_ptr(h)).or_insert_with(|| {
+                        per_hub.push((h.clone(), Vec::new()));
+                        per_hub.len() - 1
+                    });
+                    if let Some((_, idx)) = per_hub.get_mut(n) {
+                        idx.push(i);
+                    }
                 }
             }
-            None => self.all.get_or_insert_with(|| broadcast::channel(cap).0),
-        };
-        Some(tx.subscribe())
-    }
-
-    /// Sends committed events, in revision order, to the rings that have receivers.
-    pub(crate) fn publish(&mut self, events: &[Event]) {
-        for ev in events {
-            if let Some(all) = &self.all
-                && all.receiver_count() > 0
-            {
-                let _ = all.send(ev.clone());
-            }
-            if let Some(res) = resource_of(&ev.key)
-                && let Some(tx) = self.by_resource.get(res)
-                && tx.receiver_count() > 0
-            {
-                let _ = tx.send(ev.clone());
-            }
+        }
+        for (hub, idx) in per_hub {
+            hub.push(idx.into_iter().filter_map(|i| events.get(i).cloned()));
         }
     }
 
-    /// Drops rings nobody listens to any more (their buffered events hold memory).
+    /// Drops hubs nobody listens to any more (their buffered events hold memory).
     pub(crate) fn prune(&mut self) {
-        self.by_resource.retain(|_, tx| tx.receiver_count() > 0);
-        if self.all.as_ref().is_some_and(|tx| tx.receiver_count() == 0) {
-            self.all = None;
-        }
+        self.hubs.retain(|_, h| h.has_subscribers());
     }
 
     /// Ends every watch (their `next()` returns `None` after the buffered events).
     pub(crate) fn close(&mut self) {
         self.closed = true;
-        self.all = None;
-        self.by_resource.clear();
+        for h in self.hubs.values() {
+            h.close();
+        }
+        self.hubs.clear();
     }
 }
 
@@ -109,7 +232,7 @@ impl Hubs {
 pub struct Watch {
     pub(crate) prefix: Box<str>,
     pub(crate) replay: VecDeque<Event>,
-    pub(crate) rx: Option<broadcast::Receiver<Event>>,
+    pub(crate) rx: Option<Subscriber>,
     /// Live events at or below this revision were already covered by the replay.
     pub(crate) skip_upto: Rev,
     /// Revision of the last event handed out (or the starting revision).
@@ -127,7 +250,7 @@ impl Watch {
         let rx = self.rx.as_mut()?;
         loop {
             match rx.recv().await {
-                Ok(ev) => {
+                Some(ev) => {
                     if ev.obj.rev <= self.skip_upto || !ev.key.starts_with(&*self.prefix) {
                         continue;
                     }
@@ -135,8 +258,8 @@ impl Watch {
                     self.last = ev.obj.rev;
                     return Some(ev);
                 }
-                Err(_) => {
-                    // Lagged (queue overflow) or closed: this watch is over.
+                None => {
+                    // Cut off (fell behind) or closed: this watch is over.
                     self.rx = None;
                     return None;
                 }
@@ -158,7 +281,42 @@ impl Watch {
 
 #[cfg(test)]
 mod tests {
-    use super::resource_of;
+    use super::{Hubs, resource_of, through_slash};
+    use proptest::prelude::*;
+
+    #[test]
+    fn hub_keys() {
+        assert_eq!(
+            Hubs::hub_key("/apps/deployments/ns/"),
+            "/apps/deployments/ns/"
+        );
+        assert_eq!(
+            Hubs::hub_key("/apps/deployments/ns/x"),
+            "/apps/deployments/ns/"
+        );
+        assert_eq!(Hubs::hub_key("/apps/deployments/"), "/apps/deployments/");
+        assert_eq!(Hubs::hub_key("/apps/deployments/n"), "/apps/deployments/");
+        assert_eq!(Hubs::hub_key("/apps/"), "");
+        assert_eq!(Hubs::hub_key("/"), "");
+        assert_eq!(Hubs::hub_key(""), "");
+    }
+
+    proptest! {
+        /// Whatever the string, the hub of a prefix always sees every key under that prefix.
+        #[test]
+        fn hub_of_prefix_covers_its_keys(prefix in "[/a-c]{0,10}", rest in "[/a-c]{0,10}") {
+            let key = format!("{prefix}{rest}");
+            let hub = Hubs::hub_key(&prefix);
+            let key_hubs = ["", resource_of(&key).unwrap_or(""), through_slash(&key, 4).unwrap_or("")];
+            prop_assert!(key_hubs.contains(&hub), "{key} does not reach hub {hub} of {prefix}");
+            for n in 0..6 {
+                if let Some(p) = through_slash(&key, n) {
+                    prop_assert!(key.starts_with(p) && p.ends_with('/'));
+                    prop_assert_eq!(p.matches('/').count(), n);
+                }
+            }
+        }
+    }
 
     #[test]
     fn resource_prefixes() {
