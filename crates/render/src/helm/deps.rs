@@ -153,11 +153,8 @@ fn process_dependency_tags(c: &mut Chart, cvals: &Values) {
                 }
             }
         }
-        if !has_true && has_false {
-            r.enabled = false;
-        } else if has_true || (!has_true && !has_false) {
-            r.enabled = true;
-        }
+        // Helm: disabled only when some tag is false and none is true.
+        r.enabled = has_true || !has_false;
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use gotmpl::{ErrorKind, MissingKey, Templates, Value};
 
 use super::chart::Chart;
-use super::objects::{Capabilities, ChartObject, Files, to_tmpl};
+use super::objects::{Capabilities, ChartObject, Files, to_tmpl_map};
 use super::values::{Values, table};
 
 /// One template to parse (and, unless a partial, render).
@@ -44,10 +44,11 @@ fn rec_all_tpls(
     caps: &Arc<Capabilities>,
     out: &mut Vec<Renderable>,
 ) {
-    let next_values: Values = if is_root {
-        vals.clone()
+    let empty = Values::new();
+    let next_values: &Values = if is_root {
+        vals
     } else {
-        table(vals, c.name()).cloned().unwrap_or_default()
+        table(vals, c.name()).unwrap_or(&empty)
     };
     let mut data = BTreeMap::new();
     data.insert(
@@ -60,14 +61,11 @@ fn rec_all_tpls(
     );
     data.insert("Release".to_string(), release.clone());
     data.insert("Capabilities".to_string(), Value::Object(caps.clone()));
-    data.insert(
-        "Values".to_string(),
-        to_tmpl(&serde_json::Value::Object(next_values.clone())),
-    );
+    data.insert("Values".to_string(), to_tmpl_map(next_values));
     let data = Arc::new(data);
     for child in &c.dependencies {
         let child_path = format!("{full_path}/charts/{}", child.name());
-        rec_all_tpls(child, &next_values, false, &child_path, release, caps, out);
+        rec_all_tpls(child, next_values, false, &child_path, release, caps, out);
     }
     let library = c.metadata.chart_type.eq_ignore_ascii_case("library");
     for t in &c.templates {

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::values::{go_json_kind, go_yaml_scalar_string, parse_yaml_raw};
+use super::values::{format_float32_g, parse_yaml_raw};
 
 /// Helm's `InstallOrder`.
 pub const INSTALL_ORDER: &[&str] = &[
@@ -95,38 +95,64 @@ struct Head {
     annotations: Option<serde_json::Map<String, Value>>,
 }
 
-fn type_err(v: &Value, field: &str, want: &str) -> String {
+fn kind_word(v: &gotmpl::Value) -> &'static str {
+    use gotmpl::Value as T;
+    match v {
+        T::Nil => "null",
+        T::Bool(_) => "bool",
+        T::Int(_) | T::Float(_) => "number",
+        T::String(_) => "string",
+        T::List(_) => "array",
+        _ => "object",
+    }
+}
+
+fn type_err(v: &gotmpl::Value, field: &str, want: &str) -> String {
     format!(
         "error unmarshaling JSON: json: cannot unmarshal {} into Go struct field {field} of type {want}",
-        go_json_kind(v)
+        kind_word(v)
     )
 }
 
-fn string_field(v: Option<&Value>, field: &str) -> Result<String, String> {
+/// A scalar as sigs.k8s.io/yaml puts it into a Go string field.
+fn string_field(v: Option<&gotmpl::Value>, field: &str) -> Result<String, String> {
+    use gotmpl::Value as T;
     match v {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(v) => go_yaml_scalar_string(v).ok_or_else(|| type_err(v, field, "string")),
+        None | Some(T::Nil) => Ok(String::new()),
+        Some(T::String(s)) => Ok(s.to_string()),
+        Some(T::Bool(b)) => Ok(b.to_string()),
+        Some(T::Int(i)) => Ok(i.to_string()),
+        Some(T::Float(f)) => Ok(format_float32_g(*f)),
+        Some(v) => Err(type_err(v, field, "string")),
     }
 }
 
 fn parse_head(doc: &str, path: &str) -> Result<Head, String> {
-    let v = parse_yaml_raw(doc, "").map_err(|e| {
-        let e = e.strip_prefix(": ").unwrap_or(&e).to_string();
-        format!("YAML parse error on {path}: {e}")
-    })?;
+    use gotmpl::Value as T;
     let wrap = |e: String| format!("YAML parse error on {path}: {e}");
+    let v = match gotmpl::yaml::from_yaml(doc) {
+        Ok(v) => v,
+        Err(_) => {
+            // Error path only: reparse for a go-yaml style message with the line number.
+            let e = match parse_yaml_raw(doc, "") {
+                Err(e) => e.strip_prefix(": ").unwrap_or(&e).to_string(),
+                Ok(_) => "error converting YAML to JSON: yaml: invalid document".to_string(),
+            };
+            return Err(wrap(e));
+        }
+    };
     let obj = match &v {
-        Value::Null => {
+        T::Nil => {
             return Ok(Head {
                 kind: String::new(),
                 annotations: None,
             });
         }
-        Value::Object(o) => o,
+        T::Map(o) => o,
         other => {
             return Err(wrap(format!(
                 "error unmarshaling JSON: json: cannot unmarshal {} into Go value of type releaseutil.SimpleHead",
-                go_json_kind(other)
+                kind_word(other)
             )));
         }
     };
@@ -134,14 +160,14 @@ fn parse_head(doc: &str, path: &str) -> Result<Head, String> {
     let kind = string_field(obj.get("kind"), "SimpleHead.kind").map_err(wrap)?;
     let mut annotations = None;
     match obj.get("metadata") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(md)) => {
+        None | Some(T::Nil) => {}
+        Some(T::Map(md)) => {
             string_field(md.get("name"), ".metadata.name").map_err(wrap)?;
             match md.get("annotations") {
-                None | Some(Value::Null) => {}
-                Some(Value::Object(a)) => {
+                None | Some(T::Nil) => {}
+                Some(T::Map(a)) => {
                     let mut out = serde_json::Map::new();
-                    for (k, v) in a {
+                    for (k, v) in a.iter() {
                         let s = string_field(Some(v), ".metadata.annotations").map_err(wrap)?;
                         out.insert(k.clone(), Value::String(s));
                     }

@@ -33,6 +33,13 @@ pub fn to_tmpl(v: &serde_json::Value) -> Value {
     }
 }
 
+/// [`to_tmpl`] for a values table.
+pub fn to_tmpl_map(m: &serde_json::Map<String, serde_json::Value>) -> Value {
+    Value::Map(Arc::new(
+        m.iter().map(|(k, v)| (k.clone(), to_tmpl(v))).collect(),
+    ))
+}
+
 fn s(v: &str) -> Value {
     Value::String(Arc::from(v))
 }

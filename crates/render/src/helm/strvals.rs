@@ -459,7 +459,7 @@ mod tests {
             p("list[0][0]=a,list[0][1]=b").unwrap(),
             json!({"list": [["a", "b"]]})
         );
-        assert_eq!(p("illegal[0]name.foo=bar").is_err(), true);
+        assert!(p("illegal[0]name.foo=bar").is_err());
         assert_eq!(p("noval[0]").unwrap(), json!({"noval": []}));
         assert_eq!(p("a.b\\.c=d").unwrap(), json!({"a": {"b.c": "d"}}));
         assert_eq!(p("x=a\\,b").unwrap(), json!({"x": "a,b"}));
