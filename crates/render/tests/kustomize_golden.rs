@@ -135,10 +135,9 @@ fn kustomization_dirs(root: &Path, out: &mut Vec<PathBuf>) {
         } else if matches!(
             p.file_name().and_then(|n| n.to_str()),
             Some("kustomization.yaml" | "kustomization.yml" | "Kustomization")
-        ) {
-            if let Some(parent) = p.parent() {
-                out.push(parent.to_path_buf());
-            }
+        ) && let Some(parent) = p.parent()
+        {
+            out.push(parent.to_path_buf());
         }
     }
 }
@@ -214,14 +213,14 @@ fn bad_kustomizations_name_file_and_field() {
             );
         }
         // The real binary must reject it too, unless we refuse something kustomize accepts.
-        if let Some(bin) = &bin {
-            if !case.join("fleet-only").exists() {
-                assert!(
-                    real_build(bin, &build_dir).is_err(),
-                    "{}: real kustomize accepts this case",
-                    case.display()
-                );
-            }
+        if let Some(bin) = &bin
+            && !case.join("fleet-only").exists()
+        {
+            assert!(
+                real_build(bin, &build_dir).is_err(),
+                "{}: real kustomize accepts this case",
+                case.display()
+            );
         }
     }
 }
