@@ -8,6 +8,7 @@ pub mod options;
 pub mod paths;
 pub mod read;
 pub mod semver_req;
+pub mod values;
 pub mod walk;
 pub mod yaml;
 

@@ -281,10 +281,215 @@ mod tests {
 
 /// Online mode: create/update the Bundles (values in the values Secret) and prune stale ones.
 fn apply_online(
-    _kubeconfig: Option<&std::path::Path>,
-    _repo: &str,
-    _opts: &ApplyOptions,
-    _bundles: Vec<fleet_bundle::BuiltBundle>,
+    kubeconfig: Option<&std::path::Path>,
+    repo: &str,
+    opts: &ApplyOptions,
+    bundles: Vec<fleet_bundle::BuiltBundle>,
 ) -> anyhow::Result<()> {
-    anyhow::bail!("online apply is not available yet; use -o - to print the bundles")
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let client = match kubeconfig {
+            Some(p) => {
+                let kc = kube::config::Kubeconfig::read_from(p)
+                    .with_context(|| format!("reading kubeconfig {}", p.display()))?;
+                let cfg = kube::Config::from_custom_kubeconfig(
+                    kc,
+                    &kube::config::KubeConfigOptions::default(),
+                )
+                .await?;
+                kube::Client::try_from(cfg)?
+            }
+            None => kube::Client::try_default()
+                .await
+                .context("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or use -o -")?,
+        };
+        apply_bundles(client, repo, &opts.namespace, bundles).await
+    })
+}
+
+/// Kind, name and namespace of the first object in a resource (for `spec.overwrites`).
+fn resource_identity(r: &fleet_api::BundleResource) -> Option<fleet_api::OverwrittenResource> {
+    let data = fleet_bundle::read::decode_resource(r).ok()?;
+    let text = String::from_utf8(data).ok()?;
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).ok()?;
+    let d = docs.into_iter().find(|d| d.get("kind").is_some())?;
+    Some(fleet_api::OverwrittenResource {
+        kind: d["kind"].as_str()?.to_string(),
+        name: d
+            .pointer("/metadata/name")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string(),
+        namespace: d
+            .pointer("/metadata/namespace")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string(),
+    })
+}
+
+/// Creates/updates every bundle with its values Secret, after pruning bundles of `repo` that
+/// were not produced (recording their overlapping resources in `spec.overwrites`).
+pub async fn apply_bundles(
+    client: kube::Client,
+    repo: &str,
+    namespace: &str,
+    mut bundles: Vec<fleet_bundle::BuiltBundle>,
+) -> anyhow::Result<()> {
+    use fleet_api::Bundle;
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::{Api, DeleteParams, ListParams, PostParams};
+
+    let api: Api<Bundle> = Api::namespaced(client.clone(), namespace);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let produced: std::collections::BTreeSet<String> = bundles
+        .iter()
+        .filter_map(|b| b.bundle.metadata.name.clone())
+        .collect();
+    let existing = api
+        .list(&ListParams::default().labels(&format!("{}={repo}", fleet_api::keys::REPO_LABEL)))
+        .await
+        .context("listing bundles")?;
+    for old in existing.items {
+        let Some(old_name) = old.metadata.name.clone() else {
+            continue;
+        };
+        if produced.contains(&old_name) {
+            continue;
+        }
+        for or in &old.spec.resources {
+            for nb in bundles.iter_mut() {
+                let matches: Vec<_> = nb
+                    .bundle
+                    .spec
+                    .resources
+                    .iter()
+                    .filter(|r| r.name == or.name)
+                    .cloned()
+                    .collect();
+                for nr in matches {
+                    if let (Some(a), Some(b)) = (resource_identity(&nr), resource_identity(or))
+                        && a == b
+                    {
+                        nb.bundle.spec.options.overwrites.push(a);
+                    }
+                }
+            }
+        }
+        api.delete(&old_name, &DeleteParams::default())
+            .await
+            .with_context(|| format!("deleting stale bundle {old_name}"))?;
+        eprintln!("deleted (bundle): {namespace}/{old_name}");
+    }
+    for b in bundles {
+        let mut bundle = b.bundle;
+        let name = bundle.metadata.name.clone().unwrap_or_default();
+        let current = api.get_opt(&name).await?;
+        if let Some(c) = &current {
+            if c.metadata.deletion_timestamp.is_some() {
+                anyhow::bail!(
+                    "the bundle {name:?} is being deleted, cannot create during a delete operation"
+                );
+            }
+            if c.spec.helm_op_options.is_some() {
+                anyhow::bail!("a helmOps bundle with name {name:?} already exists");
+            }
+        }
+        let (hash, data) =
+            fleet_bundle::values::extract_values(&bundle).map_err(anyhow::Error::msg)?;
+        if !hash.is_empty() {
+            fleet_bundle::values::clear_values(&mut bundle);
+        } else if secrets.get_opt(&name).await?.is_some() {
+            secrets.delete(&name, &DeleteParams::default()).await?;
+        }
+        bundle.spec.values_hash = hash.clone();
+        let saved = match current {
+            Some(mut c) => {
+                c.spec = bundle.spec;
+                c.metadata.labels = bundle.metadata.labels;
+                c.metadata.annotations = bundle.metadata.annotations;
+                let r = api
+                    .replace(&name, &PostParams::default(), &c)
+                    .await
+                    .with_context(|| format!("updating bundle {name}"))?;
+                eprintln!("updated (bundle): {namespace}/{name}");
+                r
+            }
+            None => {
+                bundle.metadata.namespace = Some(namespace.to_string());
+                let r = api
+                    .create(&PostParams::default(), &bundle)
+                    .await
+                    .with_context(|| format!("creating bundle {name}"))?;
+                eprintln!("created (bundle): {namespace}/{name}");
+                r
+            }
+        };
+        if !data.is_empty() {
+            let owner = k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: fleet_api::keys::API_VERSION.into(),
+                kind: "Bundle".into(),
+                name: name.clone(),
+                uid: saved.metadata.uid.clone().unwrap_or_default(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            };
+            let mut secret = Secret {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(name.clone()),
+                    namespace: Some(namespace.into()),
+                    labels: saved.metadata.labels.clone(),
+                    owner_references: Some(vec![owner]),
+                    ..Default::default()
+                },
+                type_: Some(fleet_api::keys::SECRET_TYPE_BUNDLE_VALUES.into()),
+                data: Some(
+                    data.into_iter()
+                        .map(|(k, v)| (k, k8s_openapi::ByteString(v)))
+                        .collect(),
+                ),
+                ..Default::default()
+            };
+            match secrets.get_opt(&name).await? {
+                Some(old) => {
+                    secret.metadata.resource_version = old.metadata.resource_version;
+                    secrets
+                        .replace(&name, &PostParams::default(), &secret)
+                        .await
+                        .with_context(|| format!("updating values secret {name}"))?;
+                }
+                None => {
+                    secrets
+                        .create(&PostParams::default(), &secret)
+                        .await
+                        .with_context(|| format!("creating values secret {name}"))?;
+                }
+            }
+        }
+        for mut scan in b.scans {
+            let scans: Api<fleet_api::ImageScan> = Api::namespaced(client.clone(), namespace);
+            let sname = scan.metadata.name.clone().unwrap_or_default();
+            scan.spec.gitrepo_name = saved
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(fleet_api::keys::REPO_LABEL).cloned())
+                .unwrap_or_default();
+            scan.metadata.labels = saved.metadata.labels.clone();
+            scan.metadata.annotations = saved.metadata.annotations.clone();
+            match scans.get_opt(&sname).await? {
+                Some(old) => {
+                    scan.metadata.resource_version = old.metadata.resource_version;
+                    scans.replace(&sname, &PostParams::default(), &scan).await?;
+                }
+                None => {
+                    scans.create(&PostParams::default(), &scan).await?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
