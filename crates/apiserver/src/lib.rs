@@ -11,6 +11,7 @@ pub mod kinds;
 pub mod objects;
 pub mod ops;
 pub mod patch;
+pub mod protobuf;
 pub mod pki;
 pub mod registry;
 pub mod request;

@@ -240,9 +240,8 @@ pub fn decode_object(bytes: &[u8], media_type: &str) -> ApiResult<Value> {
             .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))?,
         "application/yaml" | "application/x-yaml" | "text/yaml" => parse_yaml(bytes)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?,
-        "application/vnd.kubernetes.protobuf" => {
-            return Err(ApiError::unsupported_media_type(media_type));
-        }
+        crate::protobuf::CONTENT_TYPE => crate::protobuf::decode(bytes)
+            .map_err(|e| ApiError::bad_request(format!("error decoding protobuf body: {e}")))?,
         other => return Err(ApiError::unsupported_media_type(other)),
     };
     if !v.is_object() {
@@ -255,6 +254,11 @@ pub fn decode_object(bytes: &[u8], media_type: &str) -> ApiResult<Value> {
 
 /// Decodes a body that may be JSON or YAML (server-side apply accepts both).
 pub fn decode_json_or_yaml(bytes: &[u8]) -> ApiResult<Value> {
+    // Typed clients send DeleteOptions as protobuf; its magic prefix is never valid JSON or YAML.
+    if bytes.starts_with(b"k8s\0") {
+        return crate::protobuf::decode(bytes)
+            .map_err(|e| ApiError::bad_request(format!("error decoding protobuf body: {e}")));
+    }
     match serde_json::from_slice::<Value>(bytes) {
         Ok(v) => Ok(v),
         Err(_) => parse_yaml(bytes)
