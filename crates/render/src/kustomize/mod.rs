@@ -356,11 +356,8 @@ fn accumulate_loaded(
         if fs.is_file(&path) {
             kfile::check_within(&k.file, entry.line, "resources", &dir, &path)?;
             let docs = resource::load_resources(fs, &path)?;
-            for r in docs {
-                acc.append(r).map_err(|e| {
-                    KustomizeError::at(&k.file, entry.line, Some("resources"), e.msg)
-                })?;
-            }
+            acc.append_all(docs)
+                .map_err(|e| KustomizeError::at(&k.file, entry.line, Some("resources"), e.msg))?;
         } else if fs.is_dir(&path) {
             let mut sub = resource::ResMap::default();
             accumulate_target(fs, &path, &mut sub, stack, false).map_err(|e| {

@@ -15,6 +15,8 @@ pub struct ResId {
     pub kind: String,
     pub name: String,
     pub namespace: String,
+    /// Cached [`is_cluster_scoped`] of group/kind (hot in name-reference matching).
+    cluster_scoped: bool,
 }
 
 impl ResId {
@@ -25,10 +27,12 @@ impl ResId {
             Some((g, v)) => (g.to_string(), v.to_string()),
             None => (String::new(), api.to_string()),
         };
+        let kind = str_at(obj, &["kind"]).to_string();
         ResId {
+            cluster_scoped: is_cluster_scoped(&group, &kind),
             group,
             version,
-            kind: str_at(obj, &["kind"]).to_string(),
+            kind,
             name: str_at(obj, &["metadata", "name"]).to_string(),
             namespace: str_at(obj, &["metadata", "namespace"]).to_string(),
         }
@@ -36,7 +40,18 @@ impl ResId {
 
     /// Whether the kind is cluster-scoped per the built-in Kubernetes API.
     pub fn is_cluster_scoped(&self) -> bool {
-        is_cluster_scoped(&self.group, &self.kind)
+        self.cluster_scoped
+    }
+
+    /// Identity key for duplicate detection (kustomize's `ResId.Equals`).
+    fn key(&self) -> (String, String, String, String, String) {
+        (
+            self.group.clone(),
+            self.version.clone(),
+            self.kind.clone(),
+            self.name.clone(),
+            self.effective_namespace().to_string(),
+        )
     }
 
     /// The namespace used for equality: "" means "default"; cluster-scoped ids have none.
@@ -235,10 +250,40 @@ impl ResMap {
         Ok(())
     }
 
-    /// Appends every resource of another map.
+    /// Appends every resource of another map (one pass over existing ids, not one per item).
     pub fn absorb(&mut self, other: ResMap) -> Result<(), ResMapError> {
-        for r in other.list {
-            self.append(r)?;
+        self.append_all(other.list)
+    }
+
+    /// Errors if two resources share an id (after a transformation renamed them).
+    pub fn check_unique(&self) -> Result<(), ResMapError> {
+        let mut seen = std::collections::HashSet::new();
+        for r in &self.list {
+            let id = r.id();
+            if !seen.insert(id.key()) {
+                return Err(ResMapError {
+                    msg: format!("duplicate id {}", id.display()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends resources, refusing any whose id is already present (or repeated).
+    pub fn append_all(&mut self, items: Vec<Res>) -> Result<(), ResMapError> {
+        let mut seen: std::collections::HashSet<_> =
+            self.list.iter().map(|r| r.id().key()).collect();
+        for r in items {
+            let id = r.id();
+            if !seen.insert(id.key()) {
+                return Err(ResMapError {
+                    msg: format!(
+                        "may not add resource with an already registered id: {}",
+                        id.display()
+                    ),
+                });
+            }
+            self.list.push(r);
         }
         Ok(())
     }

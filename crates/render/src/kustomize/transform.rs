@@ -130,19 +130,13 @@ fn namespace(k: &Kustomization, acc: &mut ResMap, ns: &str) -> Result<(), Kustom
         }
     }
     // A namespace change must not make two resources collide.
-    let ids: Vec<ResId> = acc.list.iter().map(|r| r.id()).collect();
-    for (i, a) in ids.iter().enumerate() {
-        if ids[i + 1..].iter().any(|b| a.same(b)) {
-            return Err(KustomizeError::in_file(
-                &k.file,
-                format!(
-                    "namespace transformation produces ID conflict: {}",
-                    a.display()
-                ),
-            )
-            .field("namespace"));
-        }
-    }
+    acc.check_unique().map_err(|e| {
+        KustomizeError::in_file(
+            &k.file,
+            format!("namespace transformation produces ID conflict: {}", e.msg),
+        )
+        .field("namespace")
+    })?;
     Ok(())
 }
 
