@@ -317,6 +317,7 @@ fn apply_sm(
             r.store_previous_id();
         }
         let mut patch = p.doc.clone();
+        stringify_patch_meta(&mut patch);
         // The patch takes the target's group/version (kustomize's `SetGvk`).
         if let (Value::Object(pm), Some(api)) = (&mut patch, r.obj.get("apiVersion").cloned()) {
             pm.insert("apiVersion".into(), api);
@@ -361,6 +362,27 @@ fn apply_sm(
         acc.list.remove(i);
     }
     Ok(())
+}
+
+/// kustomize copies a patch's labels and annotations through a `map[string]string` before
+/// applying it, so `null` becomes `""` (it sets, not deletes) and scalars become strings.
+fn stringify_patch_meta(patch: &mut Value) {
+    let Some(Value::Object(meta)) = patch.get_mut("metadata") else {
+        return;
+    };
+    for field in ["labels", "annotations"] {
+        if let Some(Value::Object(m)) = meta.get_mut(field) {
+            for v in m.values_mut() {
+                let s = match v {
+                    Value::Null => String::new(),
+                    Value::Bool(b) => b.to_string(),
+                    Value::Number(n) => super::goyaml::number_text(n),
+                    Value::String(_) | Value::Array(_) | Value::Object(_) => continue,
+                };
+                *v = Value::String(s);
+            }
+        }
+    }
 }
 
 /// Indices of resources matching a patch target (kustomize's `ResMap.Select`).
