@@ -91,7 +91,7 @@ pub fn strategic_merge(
         }
         for p in docs {
             let target = find_by_patch_id(acc, &p, field)?;
-            apply_sm(acc, &[target], &p, field, false, false)?;
+            apply_sm(acc, &[target], &p, field, false, false, true)?;
         }
     }
     Ok(())
@@ -149,6 +149,7 @@ pub fn patches(
             match &ps.target {
                 None => {
                     let t = find_by_patch_id(acc, &p, field)?;
+                    // Without a target kustomize patches the resource directly (no metadata copy).
                     apply_sm(
                         acc,
                         &[t],
@@ -156,6 +157,7 @@ pub fn patches(
                         field,
                         ps.allow_name_change,
                         ps.allow_kind_change,
+                        false,
                     )?;
                 }
                 Some(sel) => {
@@ -168,6 +170,7 @@ pub fn patches(
                         field,
                         ps.allow_name_change,
                         ps.allow_kind_change,
+                        true,
                     )?;
                 }
             }
@@ -302,6 +305,7 @@ fn apply_sm(
     field: &str,
     allow_name_change: bool,
     allow_kind_change: bool,
+    copy_meta: bool,
 ) -> Result<(), KustomizeError> {
     let mut deleted = Vec::new();
     for &i in targets {
@@ -317,7 +321,9 @@ fn apply_sm(
             r.store_previous_id();
         }
         let mut patch = p.doc.clone();
-        stringify_patch_meta(&mut patch);
+        if copy_meta {
+            stringify_patch_meta(&mut patch);
+        }
         // The patch takes the target's group/version (kustomize's `SetGvk`).
         if let (Value::Object(pm), Some(api)) = (&mut patch, r.obj.get("apiVersion").cloned()) {
             pm.insert("apiVersion".into(), api);
@@ -364,8 +370,8 @@ fn apply_sm(
     Ok(())
 }
 
-/// kustomize copies a patch's labels and annotations through a `map[string]string` before
-/// applying it, so `null` becomes `""` (it sets, not deletes) and scalars become strings.
+/// For `patchesStrategicMerge` and targeted `patches`, kustomize copies a patch's labels and
+/// annotations through a `map[string]string` before applying it, so `null` becomes `""` (it sets, not deletes) and scalars become strings.
 fn stringify_patch_meta(patch: &mut Value) {
     let Some(Value::Object(meta)) = patch.get_mut("metadata") else {
         return;
