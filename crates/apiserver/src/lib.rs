@@ -12,12 +12,15 @@ pub mod objects;
 pub mod ops;
 pub mod patch;
 pub mod protobuf;
+pub mod rbac;
 pub mod pki;
 pub mod registry;
+pub mod satoken;
 pub mod request;
 pub mod selectors;
 pub mod serve;
 pub mod store;
+pub mod table;
 pub mod validation;
 pub mod watch;
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::json;
@@ -22,6 +22,7 @@ use crate::handlers::read::{Selectors, convert};
 use crate::registry::ResourceInfo;
 use crate::request::Query;
 use crate::store::{EventKind, Rev, StoreError, Watch};
+use crate::table::IncludeObject;
 
 /// Frames one watch event line: `{"type":T,"object":OBJ}\n`.
 pub fn frame(kind: &str, object: &[u8]) -> Bytes {
@@ -66,19 +67,49 @@ fn stream_response(body: Body) -> Response {
 struct State {
     info: Arc<ResourceInfo>,
     sel: Selectors,
+    /// Objects (stored JSON) still to send as synthetic ADDED events.
     initial: VecDeque<Bytes>,
     initial_end: Option<Rev>,
     watch: Option<Watch>,
     deadline: Instant,
     bookmarks: Option<Duration>,
     last_rev: Rev,
+    /// Table output (kubectl's human-readable get -w): each event's object becomes a Table.
+    table: Option<IncludeObject>,
+    /// Whether column definitions were already sent (only the first Table carries them).
+    columns_sent: bool,
+}
+
+impl State {
+    fn event(&mut self, kind: &str, json: &Bytes) -> Bytes {
+        let obj = convert(&self.info, json);
+        match self.table {
+            None => frame(kind, &obj),
+            Some(inc) => {
+                let v: serde_json::Value = serde_json::from_slice(&obj).unwrap_or_default();
+                let rv = v
+                    .pointer("/metadata/resourceVersion")
+                    .cloned()
+                    .unwrap_or_default();
+                let t = crate::table::table(
+                    &self.info,
+                    json!({"resourceVersion": rv}),
+                    &[v],
+                    inc,
+                    !self.columns_sent,
+                );
+                self.columns_sent = true;
+                frame(kind, &serde_json::to_vec(&t).unwrap_or_default())
+            }
+        }
+    }
 }
 
 impl State {
     /// The next line to send, or `None` when the watch is over.
     async fn next(&mut self) -> Option<Bytes> {
         if let Some(b) = self.initial.pop_front() {
-            return Some(b);
+            return Some(self.event("ADDED", &b));
         }
         if let Some(rv) = self.initial_end.take() {
             return Some(bookmark(&self.info, rv, true));
@@ -116,7 +147,7 @@ impl State {
                 }
             };
             if let Some(k) = kind {
-                return Some(frame(k, &convert(&self.info, &ev.obj.json)));
+                return Some(self.event(k, &ev.obj.json));
             }
         }
     }
@@ -128,7 +159,7 @@ pub fn watch(
     info: Arc<ResourceInfo>,
     ns: Option<String>,
     q: &Query,
-    _headers: &HeaderMap,
+    table: Option<IncludeObject>,
 ) -> ApiResult<Response> {
     let sel = Selectors::parse(&info, q)?;
     let prefix = info.prefix(ns.as_deref());
@@ -162,7 +193,7 @@ pub fn watch(
             .list(&prefix, None, None, None, &|k, o| sel.matches(k, o))
             .map_err(|e| ApiError::from_store(e, &info.group, &info.plural, ""))?;
         for (_, o) in &page.items {
-            initial.push_back(frame("ADDED", &convert(&info, &o.json)));
+            initial.push_back(o.json.clone());
         }
         page.rev
     } else {
@@ -198,6 +229,8 @@ pub fn watch(
             .allow_watch_bookmarks
             .then_some(srv.inner.cfg.bookmark_interval),
         last_rev: start,
+        table,
+        columns_sent: false,
     };
     let stream = futures::stream::unfold(state, |mut st| async move {
         st.next().await.map(|b| (Ok::<Bytes, Infallible>(b), st))

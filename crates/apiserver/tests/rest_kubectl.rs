@@ -135,6 +135,11 @@ async fn kubectl_apply_get_patch_delete() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"9\"\n",
     );
     assert!(k.ok(&["apply", "-f", &cm]).await.contains("configured"));
+    let t = k.ok(&["get", "cm"]).await;
+    assert!(
+        t.starts_with("NAME") && t.contains("AGE") && t.contains("demo"),
+        "{t}"
+    );
     let y = k.ok(&["get", "cm", "demo", "-o", "yaml"]).await;
     assert!(
         y.contains("a: \"9\"") && !y.contains("b: \"2\""),
@@ -268,6 +273,9 @@ spec:
     served: true
     storage: true
     subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
     schema:
       openAPIV3Schema:
         type: object
@@ -308,7 +316,7 @@ spec:
         .arg(&k.kubeconfig)
         .arg("--cache-dir")
         .arg(&k.cache)
-        .args(["get", "gizmos", "-w", "-o", "name"])
+        .args(["get", "gizmos", "-w"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -324,7 +332,11 @@ spec:
     let out = child.wait_with_output().await.expect("output");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("gizmo.example.com/g") && text.contains("gizmo.example.com/later"),
+        text.lines()
+            .any(|l| l.split_whitespace().next() == Some("g"))
+            && text
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some("later")),
         "watch output: {text} / {}",
         String::from_utf8_lossy(&out.stderr)
     );

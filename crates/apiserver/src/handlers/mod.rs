@@ -81,15 +81,17 @@ async fn resource(srv: ApiServer, rp: ResourcePath, q: Query, req: Request) -> A
         Some(_) => return Err(ApiError::path_not_found(req.uri().path())),
     }
     let ns = rp.namespace.as_deref();
+    let table = crate::table::wants_table(req.headers())
+        .then(|| crate::table::IncludeObject::parse(req.uri().query()));
     let method = req.method().clone();
     let headers = req.headers().clone();
     let body: Body = req.into_body();
     match (&method, rp.name.as_deref()) {
-        (&Method::GET, Some(name)) => read::get(&srv, &info, ns, name, rp.sub.as_deref()),
+        (&Method::GET, Some(name)) => read::get(&srv, &info, ns, name, rp.sub.as_deref(), table),
         (&Method::GET, None) if q.watch => {
-            crate::watch::watch(&srv, info, rp.namespace.clone(), &q, &headers)
+            crate::watch::watch(&srv, info, rp.namespace.clone(), &q, table)
         }
-        (&Method::GET, None) => read::list(&srv, &info, ns, &q, &headers),
+        (&Method::GET, None) => read::list(&srv, &info, ns, &q, table),
         (&Method::POST, None) => write::create(&srv, &info, ns, &q, &headers, body).await,
         (&Method::PUT, Some(name)) => {
             write::update(&srv, &info, ns, name, rp.sub.as_deref(), &q, &headers, body).await

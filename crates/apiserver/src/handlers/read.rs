@@ -1,7 +1,6 @@
 //! GET of one object and LIST with selectors, pagination and resourceVersion semantics. Lists
 //! are assembled from the stored JSON bytes without re-encoding the items.
 
-use axum::http::HeaderMap;
 use axum::response::Response;
 use base64::Engine;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -14,6 +13,7 @@ use crate::registry::{ResourceInfo, split_key};
 use crate::request::Query;
 use crate::selectors::{FieldSelector, LabelSelector, field_value, kind_fields};
 use crate::store::{Obj, Rev, StoreError};
+use crate::table::IncludeObject;
 
 /// Rewrites the stored `apiVersion` when a CRD object is read through another served version
 /// (CRD "None" conversion); built-ins and same-version reads pass the bytes through untouched.
@@ -48,6 +48,7 @@ pub fn get(
     ns: Option<&str>,
     name: &str,
     sub: Option<&str>,
+    table: Option<IncludeObject>,
 ) -> ApiResult<Response> {
     let key = info.key(ns, name);
     let Some(obj) = srv.store().get(&key) else {
@@ -60,6 +61,16 @@ pub fn get(
         return Ok(json_response(
             200,
             Bytes::from(serde_json::to_vec(&scale).unwrap_or_default()),
+        ));
+    }
+    if let (Some(inc), None) = (table, sub) {
+        let v: Value = serde_json::from_slice(&convert(info, &obj.json))
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        let rv = obj.rev.to_string();
+        let t = crate::table::table(info, json!({"resourceVersion": rv}), &[v], inc, true);
+        return Ok(json_response(
+            200,
+            Bytes::from(serde_json::to_vec(&t).unwrap_or_default()),
         ));
     }
     Ok(json_response(200, convert(info, &obj.json)))
@@ -168,7 +179,7 @@ pub fn list(
     info: &ResourceInfo,
     ns: Option<&str>,
     q: &Query,
-    _headers: &HeaderMap,
+    table: Option<IncludeObject>,
 ) -> ApiResult<Response> {
     let sel = Selectors::parse(info, q)?;
     let prefix = info.prefix(ns);
@@ -205,6 +216,18 @@ pub fn list(
         if let Some(r) = page.remaining {
             meta["remainingItemCount"] = json!(r);
         }
+    }
+    if let Some(inc) = table {
+        let objs: Vec<Value> = page
+            .items
+            .iter()
+            .filter_map(|(_, o)| serde_json::from_slice(&convert(info, &o.json)).ok())
+            .collect();
+        let t = crate::table::table(info, meta, &objs, inc, true);
+        return Ok(json_response(
+            200,
+            Bytes::from(serde_json::to_vec(&t).unwrap_or_default()),
+        ));
     }
     let mut out = BytesMut::with_capacity(
         128 + page
