@@ -116,6 +116,8 @@ pub struct Chart {
     /// depend on enabled subcharts and aliases); shared by clones so repeated renders of one
     /// chart parse its templates once.
     pub parse_cache: ParseCache,
+    /// Memo of rendered-document classification (see [`super::manifests::HeadCache`]).
+    pub head_cache: super::manifests::HeadCache,
 }
 
 /// See [`Chart::parse_cache`].

@@ -1,7 +1,8 @@
 //! Turning rendered template files into `helm template` output: Helm's document splitting,
 //! hook detection, install order by kind, and the `# Source:` annotations.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
@@ -198,6 +199,70 @@ fn parse_head(doc: &str, path: &str) -> Result<Head, String> {
 pub fn sort_manifests(
     files: &[(String, String)],
 ) -> Result<(Vec<Manifest>, Vec<Manifest>), String> {
+    sort_manifests_cached(files, None)
+}
+
+/// How a document is classified: its kind and whether it is an ordinary manifest, a hook, or
+/// an unknown hook (dropped).
+#[derive(Clone, Debug)]
+pub struct HeadClass {
+    kind: String,
+    class: Class,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Class {
+    Generic,
+    Hook,
+    UnknownHook,
+}
+
+/// Memo of document text → classification: classifying means parsing the YAML document, and a
+/// chart rendered again with the same values yields the same documents.
+#[derive(Clone, Default)]
+pub struct HeadCache(pub Arc<Mutex<HashMap<Box<str>, HeadClass>>>);
+
+impl std::fmt::Debug for HeadCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HeadCache")
+    }
+}
+
+/// Entries kept before the memo is cleared (bounds memory for ever-changing values).
+const HEAD_CACHE_MAX: usize = 4096;
+
+fn classify(doc: &str, path: &str) -> Result<HeadClass, String> {
+    let head = parse_head(doc, path)?;
+    let hook = head
+        .annotations
+        .as_ref()
+        .filter(|a| !a.is_empty())
+        .and_then(|a| a.get("helm.sh/hook"))
+        .and_then(|v| v.as_str());
+    let class = match hook {
+        None => Class::Generic,
+        Some(types) => {
+            let known = types
+                .split(',')
+                .all(|t| HOOK_EVENTS.contains(&t.trim().to_lowercase().as_str()));
+            if known {
+                Class::Hook
+            } else {
+                Class::UnknownHook
+            }
+        }
+    };
+    Ok(HeadClass {
+        kind: head.kind,
+        class,
+    })
+}
+
+/// [`sort_manifests`] with an optional classification memo.
+pub fn sort_manifests_cached(
+    files: &[(String, String)],
+    cache: Option<&HeadCache>,
+) -> Result<(Vec<Manifest>, Vec<Manifest>), String> {
     let mut sorted: Vec<&(String, String)> = files.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut hooks = Vec::new();
@@ -208,29 +273,32 @@ pub fn sort_manifests(
             continue;
         }
         for doc in split_manifests(content) {
-            let head = parse_head(&doc, path)?;
+            let memo = cache.and_then(|c| c.0.lock().ok()?.get(doc.as_str()).cloned());
+            let hc = match memo {
+                Some(hc) => hc,
+                None => {
+                    let hc = classify(&doc, path)?;
+                    if let Some(c) = cache
+                        && let Ok(mut m) = c.0.lock()
+                    {
+                        if m.len() >= HEAD_CACHE_MAX {
+                            m.clear();
+                        }
+                        m.insert(doc.as_str().into(), hc.clone());
+                    }
+                    hc
+                }
+            };
             let m = Manifest {
                 path: path.clone(),
                 content: doc,
-                kind: head.kind,
+                kind: hc.kind,
             };
-            let hook = head
-                .annotations
-                .as_ref()
-                .filter(|a| !a.is_empty())
-                .and_then(|a| a.get("helm.sh/hook"))
-                .and_then(|v| v.as_str());
-            match hook {
-                None => generic.push(m),
-                Some(types) => {
-                    let known = types
-                        .split(',')
-                        .all(|t| HOOK_EVENTS.contains(&t.trim().to_lowercase().as_str()));
-                    if known {
-                        hooks.push(m);
-                    }
-                    // Unknown hooks are skipped, as Helm does (it only logs them).
-                }
+            match hc.class {
+                Class::Generic => generic.push(m),
+                Class::Hook => hooks.push(m),
+                // Unknown hooks are skipped, as Helm does (it only logs them).
+                Class::UnknownHook => {}
             }
         }
     }

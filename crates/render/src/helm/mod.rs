@@ -217,7 +217,8 @@ pub fn template(chart: &Chart, vals: &Values, opts: &TemplateOptions) -> Result<
         .into_iter()
         .filter(|(k, _)| !k.ends_with("NOTES.txt"))
         .collect();
-    let (hooks, manifests) = manifests::sort_manifests(&files).map_err(HelmError::render)?;
+    let (hooks, manifests) = manifests::sort_manifests_cached(&files, Some(&chart.head_cache))
+        .map_err(HelmError::render)?;
 
     let mut b = String::new();
     if opts.include_crds {
