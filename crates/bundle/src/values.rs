@@ -10,15 +10,36 @@ use fleet_api::fleetyaml::go_json;
 /// Values of the bundle and its targets, keyed as in the values Secret; empty when none.
 pub fn extract_values(bundle: &Bundle) -> Result<(String, BTreeMap<String, Vec<u8>>), String> {
     let mut data = BTreeMap::new();
-    if let Some(v) = bundle.spec.options.helm.as_ref().and_then(|h| h.values.as_ref()).filter(|v| !v.is_empty()) {
-        data.insert("values.yaml".to_string(), go_json(v).map_err(|e| e.to_string())?.into_bytes());
+    if let Some(v) = bundle
+        .spec
+        .options
+        .helm
+        .as_ref()
+        .and_then(|h| h.values.as_ref())
+        .filter(|v| !v.is_empty())
+    {
+        data.insert(
+            "values.yaml".to_string(),
+            go_json(v).map_err(|e| e.to_string())?.into_bytes(),
+        );
     }
     for t in &bundle.spec.targets {
-        let Some(v) = t.options.helm.as_ref().and_then(|h| h.values.as_ref()).filter(|v| !v.is_empty()) else { continue };
+        let Some(v) = t
+            .options
+            .helm
+            .as_ref()
+            .and_then(|h| h.values.as_ref())
+            .filter(|v| !v.is_empty())
+        else {
+            continue;
+        };
         if t.name.is_empty() {
             return Err("target name is required".into());
         }
-        data.insert(t.name.clone(), go_json(v).map_err(|e| e.to_string())?.into_bytes());
+        data.insert(
+            t.name.clone(),
+            go_json(v).map_err(|e| e.to_string())?.into_bytes(),
+        );
     }
     if data.is_empty() {
         return Ok((String::new(), data));
@@ -29,7 +50,10 @@ pub fn extract_values(bundle: &Bundle) -> Result<(String, BTreeMap<String, Vec<u
 /// sha256 of `json.Marshal(map[string][]byte)`: sorted keys, base64 values.
 pub fn hash_values(data: &BTreeMap<String, Vec<u8>>) -> String {
     use base64::Engine;
-    let m: BTreeMap<&String, String> = data.iter().map(|(k, v)| (k, base64::engine::general_purpose::STANDARD.encode(v))).collect();
+    let m: BTreeMap<&String, String> = data
+        .iter()
+        .map(|(k, v)| (k, base64::engine::general_purpose::STANDARD.encode(v)))
+        .collect();
     let json = go_json(&m).unwrap_or_default();
     fleet_api::names::sha256_hex(json.as_bytes())
 }
