@@ -69,7 +69,8 @@ where
     let acceptor = TlsAcceptor::from(tls);
     let graceful = GracefulShutdown::new();
     let closing = CancellationToken::new();
-    let app = end_watches_on(app, closing.clone());
+    let app =
+        end_watches_on(app, closing.clone()).layer(axum::middleware::from_fn(refuse_oversized));
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -201,6 +202,43 @@ fn end_watches_on(app: Router, closing: CancellationToken) -> Router {
             }
         },
     ))
+}
+
+/// The most a refused body is read (and discarded) so its sender can still read our answer.
+const DRAIN_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// Answers 413 to a request whose declared Content-Length exceeds the API's body limit, after
+/// reading and discarding the body: closing a socket with unread request data resets the
+/// connection, and the client would see a broken pipe instead of the Status.
+async fn refuse_oversized(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    use http_body_util::BodyExt;
+    let declared = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let Some(len) = declared.filter(|l| *l > crate::request::MAX_BODY as u64) else {
+        return next.run(req).await;
+    };
+    let mut resp = crate::errors::ApiError::too_large(crate::request::MAX_BODY).into_response();
+    if len <= DRAIN_LIMIT {
+        let mut body = req.into_body();
+        while let Some(frame) = body.frame().await {
+            if frame.is_err() {
+                break;
+            }
+        }
+    } else {
+        resp.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    resp
 }
 
 /// A response body that ends (cleanly, no error) once shutdown begins.

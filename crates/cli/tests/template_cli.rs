@@ -19,8 +19,20 @@ fn fleet(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn prints_helm_template_output() {
-    let out = fleet(&["basic", "--name", "rel", "--namespace", "ns", "--kube-version", "1.30.0"]);
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let out = fleet(&[
+        "basic",
+        "--name",
+        "rel",
+        "--namespace",
+        "ns",
+        "--kube-version",
+        "1.30.0",
+    ]);
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let want = std::fs::read_to_string(helm_testdata().join("golden/basic.out")).expect("golden");
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
 }
@@ -28,9 +40,17 @@ fn prints_helm_template_output() {
 #[test]
 fn values_files_and_set_flags() {
     let out = fleet(&[
-        "parent", "--name", "rel", "--set", "global.env=override,global.shared.b=2",
+        "parent",
+        "--name",
+        "rel",
+        "--set",
+        "global.env=override,global.shared.b=2",
     ]);
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let want = std::fs::read_to_string(helm_testdata().join("golden/parent-global-override.out"))
         .expect("golden");
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
@@ -42,7 +62,8 @@ fn render_errors_name_template_and_line_and_exit_nonzero() {
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
-    let want = std::fs::read_to_string(helm_testdata().join("golden/errs-required.err")).expect("golden");
+    let want =
+        std::fs::read_to_string(helm_testdata().join("golden/errs-required.err")).expect("golden");
     assert_eq!(err.lines().next(), want.lines().next());
     assert!(err.contains("errs/templates/cm.yaml:7:5"), "{err}");
 }

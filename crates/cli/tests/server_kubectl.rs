@@ -1,0 +1,415 @@
+//! Real kubectl drives `fleet server`: create/apply, re-apply with changes (strategic merge for
+//! built-ins, 3-way JSON merge patch for custom resources), `get -o yaml`, `get -w`, label/annotate,
+//! `patch --type merge|json|strategic`, `delete --wait`, `apply --server-side`, a CRD and a custom
+//! resource of it, `api-resources`, `get --raw /readyz`.
+//!
+//! Skips (with a message) when kubectl is missing; fails instead under CI=true.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::{Server, find_tool};
+
+struct Kubectl {
+    bin: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    fn new(srv: &Server) -> Option<Kubectl> {
+        let bin = find_tool("KUBECTL", "kubectl")?;
+        let version = Command::new(&bin)
+            .args(["version", "--client"])
+            .output()
+            .ok()?;
+        println!(
+            "kubectl version --client: {}",
+            String::from_utf8_lossy(&version.stdout).trim()
+        );
+        Some(Kubectl {
+            bin,
+            kubeconfig: srv.kubeconfig.clone(),
+        })
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.bin);
+        c.env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .args(["--request-timeout=30s"])
+            .args(args);
+        c
+    }
+
+    fn run_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut c = self.cmd(args);
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn kubectl");
+        if let Some(input) = stdin {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+        } else {
+            drop(child.stdin.take());
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs kubectl and returns stdout; panics with stderr on failure.
+    fn ok(&self, args: &[&str]) -> String {
+        self.ok_stdin(args, None)
+    }
+
+    fn ok_stdin(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.run_stdin(args, stdin);
+        assert!(
+            out.status.success(),
+            "kubectl {} failed ({}):\nstdout: {}\nstderr: {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&a)).expect("kubectl -o json output")
+    }
+
+    fn apply(&self, manifest: &str, extra: &[&str]) -> String {
+        let mut a = vec!["apply", "-f", "-"];
+        a.extend(extra);
+        self.ok_stdin(&a, Some(manifest))
+    }
+}
+
+fn setup() -> Option<(tempfile::TempDir, Server, Kubectl)> {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path());
+    let k = Kubectl::new(&srv)?;
+    Some((dir, srv, k))
+}
+
+const DEPLOY_V1: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+  labels: {app: web, stage: one}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.25
+        env: [{name: A, value: "1"}, {name: B, value: "2"}]
+      - name: sidecar
+        image: busybox:1.36
+"#;
+
+// Changes the app image, drops env B and the `stage` label, keeps the sidecar.
+const DEPLOY_V2: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+  labels: {app: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.26
+        env: [{name: A, value: "1"}]
+      - name: sidecar
+        image: busybox:1.36
+"#;
+
+#[test]
+fn kubectl_builtin_workflow() {
+    let Some((_dir, _srv, k)) = setup() else {
+        return;
+    };
+
+    assert_eq!(k.ok(&["get", "--raw", "/readyz"]).trim(), "ok");
+    let resources = k.ok(&["api-resources"]);
+    for r in [
+        "configmaps",
+        "namespaces",
+        "deployments",
+        "customresourcedefinitions",
+    ] {
+        assert!(
+            resources.contains(r),
+            "api-resources lacks {r}:\n{resources}"
+        );
+    }
+
+    // create, then get -o yaml
+    k.ok_stdin(
+        &["create", "-f", "-"],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: demo, namespace: default}\ndata: {k1: v1}\n"),
+    );
+    let yaml = k.ok(&["get", "configmap", "demo", "-o", "yaml"]);
+    assert!(
+        yaml.contains("name: demo") && yaml.contains("k1: v1") && yaml.contains("resourceVersion:"),
+        "{yaml}"
+    );
+
+    // apply, then apply again with a change: strategic merge for a built-in kind.
+    k.apply(DEPLOY_V1, &[]);
+    let d = k.json(&["get", "deployment", "web"]);
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let out = k.apply(DEPLOY_V2, &[]);
+    assert!(out.contains("configured"), "{out}");
+    let d = k.json(&["get", "deployment", "web"]);
+    assert_eq!(d["spec"]["replicas"], 3);
+    assert!(
+        d["metadata"]["labels"].get("stage").is_none(),
+        "label removed by 3-way apply: {d}"
+    );
+    let containers = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap();
+    assert_eq!(
+        containers.len(),
+        2,
+        "containers merged by name: {containers:?}"
+    );
+    assert_eq!(containers[0]["image"], "nginx:1.26");
+    assert_eq!(
+        containers[0]["env"].as_array().unwrap().len(),
+        1,
+        "env B removed"
+    );
+    assert_eq!(containers[1]["name"], "sidecar");
+    // Unchanged re-apply.
+    let out = k.apply(DEPLOY_V2, &[]);
+    assert!(out.contains("unchanged"), "{out}");
+
+    // label / annotate
+    k.ok(&["label", "configmap", "demo", "tier=web"]);
+    k.ok(&["annotate", "configmap", "demo", "note=hello"]);
+    let cm = k.json(&["get", "configmap", "demo"]);
+    assert_eq!(cm["metadata"]["labels"]["tier"], "web");
+    assert_eq!(cm["metadata"]["annotations"]["note"], "hello");
+    k.ok(&["label", "configmap", "demo", "tier-"]);
+    let cm = k.json(&["get", "configmap", "demo"]);
+    assert!(cm["metadata"]["labels"].get("tier").is_none(), "{cm}");
+
+    // patch --type merge | json | strategic
+    k.ok(&[
+        "patch",
+        "configmap",
+        "demo",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"k2":"v2"}}"#,
+    ]);
+    k.ok(&[
+        "patch",
+        "configmap",
+        "demo",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"add","path":"/data/k3","value":"v3"},{"op":"remove","path":"/data/k1"}]"#,
+    ]);
+    let cm = k.json(&["get", "configmap", "demo"]);
+    assert_eq!(cm["data"], serde_json::json!({"k2": "v2", "k3": "v3"}));
+    k.ok(&[
+        "patch",
+        "deployment",
+        "web",
+        "--type",
+        "strategic",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox:1.37"}]}}}}"#,
+    ]);
+    let d = k.json(&["get", "deployment", "web"]);
+    let containers = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap();
+    assert_eq!(
+        containers.len(),
+        2,
+        "strategic patch merges containers by name"
+    );
+    assert_eq!(containers[0]["image"], "nginx:1.26");
+    assert_eq!(containers[1]["image"], "busybox:1.37");
+
+    // delete --wait: returns once the object is gone.
+    k.ok(&[
+        "delete",
+        "configmap",
+        "demo",
+        "--wait=true",
+        "--timeout=60s",
+    ]);
+    let out = k.run_stdin(&["get", "configmap", "demo"], None);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("NotFound"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    k.ok(&[
+        "delete",
+        "deployment",
+        "web",
+        "--wait=true",
+        "--timeout=60s",
+    ]);
+}
+
+#[test]
+fn kubectl_server_side_apply() {
+    let Some((_dir, _srv, k)) = setup() else {
+        return;
+    };
+    let v1 = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, namespace: default, labels: {a: '1'}}\ndata: {x: '1', y: '2'}\n";
+    let v2 = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, namespace: default, labels: {a: '1'}}\ndata: {x: '10', y: '2'}\n";
+    let out = k.apply(v1, &["--server-side"]);
+    assert!(out.contains("serverside-applied"), "{out}");
+    k.apply(v2, &["--server-side"]);
+    let cm = k.json(&["get", "configmap", "ssa"]);
+    assert_eq!(cm["data"]["x"], "10");
+    assert_eq!(cm["data"]["y"], "2");
+    assert_eq!(cm["metadata"]["labels"]["a"], "1");
+}
+
+const CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.fleet.test
+spec:
+  group: example.fleet.test
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wg]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+              color: {type: string}
+              tags: {type: array, items: {type: string}}
+"#;
+
+#[test]
+fn kubectl_crd_and_custom_resource() {
+    let Some((_dir, _srv, k)) = setup() else {
+        return;
+    };
+    k.apply(CRD, &[]);
+    k.ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=60s",
+        "crd/widgets.example.fleet.test",
+    ]);
+    let resources = k.ok(&["api-resources", "--api-group", "example.fleet.test"]);
+    assert!(resources.contains("widgets"), "{resources}");
+
+    let w1 = "apiVersion: example.fleet.test/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {size: 1, color: red, tags: [a, b]}\n";
+    // Drops `color`: the 3-way JSON merge patch must remove it; replaces the tags list whole.
+    let w2 = "apiVersion: example.fleet.test/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {size: 2, tags: [c]}\n";
+    k.apply(w1, &[]);
+    let out = k.apply(w2, &[]);
+    assert!(out.contains("configured"), "{out}");
+    let w = k.json(&["get", "widget", "w"]);
+    assert_eq!(
+        w["spec"],
+        serde_json::json!({"size": 2, "tags": ["c"]}),
+        "{w}"
+    );
+    let short = k.ok(&["get", "wg", "-o", "name"]);
+    assert_eq!(short.trim(), "widget.example.fleet.test/w");
+    k.ok(&["delete", "widget", "w", "--wait=true", "--timeout=60s"]);
+}
+
+#[test]
+fn kubectl_get_watch_sees_changes() {
+    let Some((_dir, _srv, k)) = setup() else {
+        return;
+    };
+    k.ok_stdin(
+        &["create", "-f", "-"],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: watched, namespace: default}\n"),
+    );
+    let mut child = k
+        .cmd(&[
+            "get",
+            "configmap",
+            "watched",
+            "-w",
+            "-o",
+            "jsonpath={.metadata.labels.step}{\"\\n\"}",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // The initial state, then each change.
+    let first = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("initial watch line");
+    assert_eq!(first, "");
+    for step in ["one", "two"] {
+        k.ok(&[
+            "label",
+            "--overwrite",
+            "configmap",
+            "watched",
+            &format!("step={step}"),
+        ]);
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("watch line for {step}"));
+        assert_eq!(line, step);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
