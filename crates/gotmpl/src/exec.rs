@@ -383,19 +383,34 @@ impl<'a> State<'a> {
                 }
                 return Ok(());
             }
-            Value::Int(n) => {
+            Value::Int(n) | Value::Int64(n) => {
                 if ndecl > 1 {
                     return Err(self.err(
                         last_at(pipe),
                         format!("can't use {n} to iterate over more than one variable"),
                     ));
                 }
+                // Go 1.22 ranges over an integer in that integer's own type.
+                let wide = matches!(val, Value::Int64(_));
                 for i in 0..(*n).max(0) {
-                    if iterate(self, Value::Int(i), Value::Int(i), false, out)? == Flow::Break {
+                    let v = if wide { Value::Int64(i) } else { Value::Int(i) };
+                    if iterate(self, v.clone(), v, false, out)? == Flow::Break {
                         break;
                     }
                 }
                 if *n > 0 {
+                    return Ok(());
+                }
+            }
+            Value::Object(o) if let Some(entries) = o.entries() => {
+                // A Go map type with methods (Helm's `files`): keys in sorted order.
+                let any = !entries.is_empty();
+                for (k, e) in entries {
+                    if iterate(self, Value::from(k), e, false, out)? == Flow::Break {
+                        break;
+                    }
+                }
+                if any {
                     return Ok(());
                 }
             }

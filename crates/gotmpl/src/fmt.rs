@@ -105,7 +105,7 @@ pub(crate) fn sprintf(format: &str, args: &[Value]) -> String {
         if i < b.len() && b[i] == b'*' {
             i += 1;
             match args.get(argi) {
-                Some(Value::Int(n)) if n.unsigned_abs() <= 1_000_000 => {
+                Some(Value::Int(n) | Value::Int64(n)) if n.unsigned_abs() <= 1_000_000 => {
                     if *n < 0 {
                         f.minus = true;
                         f.zero = false;
@@ -133,7 +133,7 @@ pub(crate) fn sprintf(format: &str, args: &[Value]) -> String {
             if i < b.len() && b[i] == b'*' {
                 i += 1;
                 match args.get(argi) {
-                    Some(Value::Int(n)) if (0..=1_000_000).contains(n) => {
+                    Some(Value::Int(n) | Value::Int64(n)) if (0..=1_000_000).contains(n) => {
                         f.prec = Some(*n as usize)
                     }
                     _ => out.push_str("%!(BADPREC)"),
@@ -309,7 +309,7 @@ fn fmt_arg(out: &mut String, v: &Value, verb: char, f: Flags) {
                 return pad_spaces(out, &s, f);
             }
             match v {
-                Value::Int(i) => {
+                Value::Int(i) | Value::Int64(i) => {
                     let s = fmt_int(*i, 'd', f).unwrap_or_default();
                     pad(out, &s, f)
                 }
@@ -384,7 +384,7 @@ fn fmt_arg(out: &mut String, v: &Value, verb: char, f: Flags) {
                 pad_spaces(out, &q, f)
             }
             Value::Object(o) => pad_spaces(out, &go_quote(&o.display()), f),
-            Value::Int(i) => {
+            Value::Int(i) | Value::Int64(i) => {
                 let c = u32::try_from(*i)
                     .ok()
                     .and_then(char::from_u32)
@@ -413,7 +413,7 @@ fn fmt_arg(out: &mut String, v: &Value, verb: char, f: Flags) {
             _ => bad_verb(out, v, verb),
         },
         'd' | 'b' | 'o' | 'O' | 'x' | 'X' | 'c' | 'U' => match v {
-            Value::Int(i) => {
+            Value::Int(i) | Value::Int64(i) => {
                 if verb == 'c' {
                     let c = u32::try_from(*i)
                         .ok()
@@ -522,7 +522,7 @@ fn go_syntax(v: &Value) -> String {
     match v {
         Value::Nil => "<nil>".into(),
         Value::Bool(b) => b.to_string(),
-        Value::Int(i) => i.to_string(),
+        Value::Int(i) | Value::Int64(i) => i.to_string(),
         Value::Float(x) => {
             let s = format_float_g(*x, None, false);
             if s.contains(['.', 'e', 'I', 'N']) {

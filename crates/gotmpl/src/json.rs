@@ -43,7 +43,7 @@ fn write_json(
     match v {
         Value::Nil => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(i) => {
+        Value::Int(i) | Value::Int64(i) => {
             let _ = write!(out, "{i}");
         }
         Value::Float(f) => out.push_str(&go_json_float(*f).ok_or(())?),

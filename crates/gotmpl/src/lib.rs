@@ -16,8 +16,13 @@
 //! sorted order, and in-place map mutation by `set`/`unset`/`merge*` is visible through every
 //! variable and `.` that refers to the same map (including across `include`).
 //!
-//! Known differences: Go distinguishes `int` from `int64` (sprig's `add` returns int64; we have
-//! one integer type, so `typeOf (add 1 1)` says `int`), JSON/YAML syntax error texts from
+//! Go's `int` and `int64` are told apart ([`Value::Int`] vs [`Value::Int64`]): constants, `len`
+//! and `until` give int, sprig arithmetic and Helm's `--set` integers int64, which `typeOf`,
+//! `kindOf`, `%T`, `duration` and "wrong type" errors show. Host objects that are Go maps with
+//! methods (Helm's `.Files`) expose [`Object::entries`] and are ranged, indexed and measured
+//! like maps.
+//!
+//! Known differences: JSON/YAML syntax error texts from
 //! `fromJson`/`fromYaml` differ from Go's, `genPrivateKey "dsa"` is not supported, and generated
 //! sequences (`until`, `untilStep`, `seq`) are capped at one million elements.
 

@@ -141,7 +141,7 @@ impl Enc {
         Ok(match v {
             Value::Nil => return Err("toml: cannot encode a nil value".into()),
             Value::Bool(b) => b.to_string(),
-            Value::Int(i) => i.to_string(),
+            Value::Int(i) | Value::Int64(i) => i.to_string(),
             Value::Float(f) => {
                 if !f.is_finite() {
                     return Err(format!("toml: cannot encode float {f}"));

@@ -11,8 +11,13 @@ pub enum Value {
     Nil,
     /// Go `bool`.
     Bool(bool),
-    /// Go `int`/`int64` (what `len`, `add`, `int` and `--set` integers produce).
+    /// Go `int`: template constants and what `len`, `int`, `atoi` and `until` produce.
     Int(i64),
+    /// Go `int64`: what Helm's `--set` integers (strvals `ParseInt`) and sprig's arithmetic
+    /// (`add`, `sub`, `mul`, `max`, `int64`, ...) produce. Behaves exactly like [`Value::Int`]
+    /// except for its Go type name (`typeOf`, `kindOf`, `%T`, "wrong type" errors) and where
+    /// sprig itself switches on the type (`duration`, `durationRound`).
+    Int64(i64),
     /// Go `float64` (every number read from YAML/JSON values).
     Float(f64),
     /// Go `string`.
@@ -36,6 +41,17 @@ pub trait Object: Send + Sync + std::fmt::Debug {
     /// Go type name for error messages and `typeOf`; objects may override.
     fn type_name(&self) -> String {
         "struct".to_string()
+    }
+    /// For an object that is a Go map with methods (Helm's `files` from `.Files.Glob`): its
+    /// entries sorted by key, so `range`, `index`, `len` and truthiness treat it as the map it
+    /// is. None (the default) means a struct.
+    fn entries(&self) -> Option<Vec<(String, Value)>> {
+        None
+    }
+    /// Number of entries of a map-like object (`len`, `if`, `empty`, `kindOf`) without building
+    /// them; override when [`Object::entries`] is costly. None means a struct.
+    fn entry_count(&self) -> Option<usize> {
+        self.entries().map(|e| e.len())
     }
     /// JSON form used by `toJson`/`toYaml`; defaults to the display string.
     fn to_json(&self) -> serde_json::Value {
@@ -139,7 +155,7 @@ impl Value {
         match self {
             Value::Nil => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(*b),
-            Value::Int(i) => serde_json::Value::from(*i),
+            Value::Int(i) | Value::Int64(i) => serde_json::Value::from(*i),
             Value::Float(f) => {
                 if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
                     serde_json::Value::from(*f as i64)
@@ -163,17 +179,30 @@ impl Value {
         Value::String(Arc::from(s))
     }
 
+    /// A Go `int64` (what Helm's `--set`/strvals integers are), as opposed to a Go `int`.
+    pub fn int64(i: i64) -> Value {
+        Value::Int64(i)
+    }
+
+    /// The integer inside an `int` or `int64`, for code that treats Go's integer kinds alike.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) | Value::Int64(i) => Some(*i),
+            _ => None,
+        }
+    }
+
     /// Go's truth: false, 0, nil, empty string/list/map are false.
     pub fn truthy(&self) -> bool {
         match self {
             Value::Nil => false,
             Value::Bool(b) => *b,
-            Value::Int(i) => *i != 0,
+            Value::Int(i) | Value::Int64(i) => *i != 0,
             Value::Float(f) => *f != 0.0,
             Value::String(s) => !s.is_empty(),
             Value::List(l) => !l.is_empty(),
             Value::Map(m) => !m.is_empty(),
-            Value::Object(_) => true,
+            Value::Object(o) => o.entry_count().is_none_or(|n| n > 0),
         }
     }
 
@@ -181,11 +210,12 @@ impl Value {
         match self {
             Value::Nil => Kind::Invalid,
             Value::Bool(_) => Kind::Bool,
-            Value::Int(_) => Kind::Int,
+            Value::Int(_) | Value::Int64(_) => Kind::Int,
             Value::Float(_) => Kind::Float,
             Value::String(_) => Kind::String,
             Value::List(_) => Kind::Slice,
             Value::Map(_) => Kind::Map,
+            Value::Object(o) if o.entry_count().is_some() => Kind::Map,
             Value::Object(_) => Kind::Struct,
         }
     }
@@ -196,10 +226,12 @@ impl Value {
             Value::Nil => "invalid",
             Value::Bool(_) => "bool",
             Value::Int(_) => "int",
+            Value::Int64(_) => "int64",
             Value::Float(_) => "float64",
             Value::String(_) => "string",
             Value::List(_) => "slice",
             Value::Map(_) => "map",
+            Value::Object(o) if o.entry_count().is_some() => "map",
             Value::Object(_) => "struct",
         }
     }
@@ -210,6 +242,7 @@ impl Value {
             Value::Nil => "<nil>".into(),
             Value::Bool(_) => "bool".into(),
             Value::Int(_) => "int".into(),
+            Value::Int64(_) => "int64".into(),
             Value::Float(_) => "float64".into(),
             Value::String(_) => "string".into(),
             Value::List(_) => "[]interface {}".into(),
@@ -238,7 +271,7 @@ impl Value {
         match self {
             Value::Nil => out.push_str("<nil>"),
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Value::Int(i) => {
+            Value::Int(i) | Value::Int64(i) => {
                 let _ = write!(out, "{i}");
             }
             Value::Float(f) => out.push_str(&format_float_g(*f, None, false)),
@@ -275,6 +308,7 @@ impl Value {
             Value::String(s) => Some(s.len()),
             Value::List(l) => Some(l.len()),
             Value::Map(m) => Some(m.len()),
+            Value::Object(o) => o.entry_count(),
             _ => None,
         }
     }
@@ -292,6 +326,7 @@ impl PartialEq for Value {
             (Value::Nil, Value::Nil) => true,
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Int64(a), Value::Int64(b)) => a == b,
             (Value::Float(a), Value::Float(b)) => a == b,
             (Value::String(a), Value::String(b)) => a == b,
             (Value::List(a), Value::List(b)) => a == b,

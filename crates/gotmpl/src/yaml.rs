@@ -38,7 +38,7 @@ fn normalize(v: &Value) -> J {
     match v {
         Value::Nil => J::Null,
         Value::Bool(b) => J::Bool(*b),
-        Value::Int(i) => J::Int(*i as i128),
+        Value::Int(i) | Value::Int64(i) => J::Int(*i as i128),
         Value::Float(f) => float_j(*f),
         Value::String(s) => J::Str(s.to_string()),
         Value::List(l) => J::Seq(l.iter().map(normalize).collect()),
@@ -1074,7 +1074,7 @@ fn key_string(k: &Value) -> Result<String, String> {
                 format_float_g(*f, None, false)
             }
         }
-        Value::Int(i) => i.to_string(),
+        Value::Int(i) | Value::Int64(i) => i.to_string(),
         _ => return Err("error converting YAML to JSON: yaml: invalid map key".into()),
     })
 }

@@ -257,3 +257,110 @@ fn json_conversions() {
     assert_eq!(f.to_go_string(), "map[n:1e+06]");
     assert_eq!(f.to_json(), serde_json::json!({"n": 1000000}));
 }
+
+/// A host object that is a Go map with methods, with an optional cheap count.
+#[derive(Debug)]
+struct MapLike(Vec<(String, Value)>);
+
+impl gotmpl::Object for MapLike {
+    fn field(&self, _name: &str) -> Option<Value> {
+        None
+    }
+    fn call(&self, method: &str, _args: &[Value]) -> Option<Result<Value, String>> {
+        (method == "Size").then(|| Ok(Value::Int(self.0.len() as i64)))
+    }
+    fn display(&self) -> String {
+        "maplike".into()
+    }
+    fn entries(&self) -> Option<Vec<(String, Value)>> {
+        Some(self.0.clone())
+    }
+}
+
+/// A struct-like object: no entries.
+#[derive(Debug)]
+struct Plain;
+
+impl gotmpl::Object for Plain {
+    fn field(&self, _name: &str) -> Option<Value> {
+        None
+    }
+    fn call(&self, _method: &str, _args: &[Value]) -> Option<Result<Value, String>> {
+        None
+    }
+    fn display(&self) -> String {
+        "plain".into()
+    }
+}
+
+#[test]
+fn map_like_objects_range_index_len_truth() {
+    use std::sync::Arc;
+    let full = Value::Object(Arc::new(MapLike(vec![
+        ("a".into(), Value::str("1")),
+        ("b".into(), Value::str("2")),
+    ])));
+    let empty = Value::Object(Arc::new(MapLike(Vec::new())));
+    let plain = Value::Object(Arc::new(Plain));
+    let data = gotmpl::map_of([("M".into(), full), ("E".into(), empty), ("P".into(), plain)]);
+    let r = |t: &str| run_with(t, &data, MissingKey::Zero).unwrap_or_else(|e| format!("ERR: {e}"));
+    assert_eq!(
+        r("{{ range $k, $v := .M }}{{ $k }}={{ $v }} {{ end }}"),
+        "a=1 b=2 "
+    );
+    assert_eq!(r("{{ range .M }}{{ . }}{{ end }}"), "12");
+    assert_eq!(r("{{ range .M }}{{ break }}{{ end }}x"), "x");
+    assert_eq!(r("{{ range .E }}x{{ else }}none{{ end }}"), "none");
+    assert_eq!(r("{{ len .M }} {{ len .E }} {{ .M.Size }}"), "2 0 2");
+    assert_eq!(
+        r("{{ index .M \"b\" }} {{ index .M \"zz\" }}"),
+        "2 <no value>"
+    );
+    assert_eq!(
+        r("{{ if .M }}y{{ end }}{{ if .E }}n{{ else }}e{{ end }} {{ empty .E }} {{ empty .M }}"),
+        "ye true false"
+    );
+    assert_eq!(
+        r("{{ default \"d\" .E }} {{ with .E }}w{{ else }}no{{ end }}"),
+        "d no"
+    );
+    assert_eq!(r("{{ kindOf .M }} {{ kindOf .P }}"), "map struct");
+    // Struct-like objects keep their old behaviour.
+    assert_eq!(r("{{ if .P }}t{{ end }} {{ empty .P }}"), "t false");
+    assert!(r("{{ range .P }}{{ end }}").contains("range can't iterate over plain"));
+    assert!(r("{{ len .P }}").contains("len of type struct"));
+}
+
+#[test]
+fn int_and_int64_are_distinct_go_types() {
+    let data = gotmpl::map_of([("n".into(), Value::int64(3)), ("i".into(), Value::Int(3))]);
+    let r = |t: &str| run_with(t, &data, MissingKey::Zero).unwrap_or_else(|e| format!("ERR: {e}"));
+    assert_eq!(
+        r("{{ typeOf .n }} {{ typeOf .i }} {{ kindOf .n }}"),
+        "int64 int int64"
+    );
+    assert_eq!(
+        r("{{ printf \"%T %T %v\" .n (len \"a\") .n }}"),
+        "int64 int 3"
+    );
+    assert_eq!(
+        r("{{ eq .n .i }} {{ lt .n 4 }} {{ eq .n 3 }}"),
+        "true true true"
+    );
+    assert_eq!(
+        r("{{ typeOf (add .i 1) }} {{ typeOf (int .n) }}"),
+        "int64 int"
+    );
+    assert_eq!(
+        r("{{ range .n }}{{ typeOf . }}{{ end }}"),
+        "int64int64int64"
+    );
+    assert_eq!(r("{{ duration .n }} {{ duration .i }}"), "3s 0s");
+    assert_eq!(r("{{ index (list 1 2 3 4) .n }} {{ toJson .n }}"), "4 3");
+    assert_eq!(
+        r("{{ until .n }}"),
+        "ERR: template: x:1:9: executing \"x\" at <.n>: wrong type for value; expected int; got int64"
+    );
+    assert_eq!(Value::int64(3).as_int(), Some(3));
+    assert_ne!(Value::int64(3), Value::Int(3));
+}

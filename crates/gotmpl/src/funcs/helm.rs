@@ -91,7 +91,7 @@ fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Nil => "null",
         Value::Bool(_) => "bool",
-        Value::Int(_) | Value::Float(_) => "number",
+        Value::Int(_) | Value::Int64(_) | Value::Float(_) => "number",
         Value::String(_) => "string",
         Value::List(_) => "array",
         Value::Map(_) | Value::Object(_) => "object",

@@ -146,7 +146,7 @@ pub(crate) fn s(v: &Value) -> &str {
 /// Int argument (validated by the executor).
 pub(crate) fn i(v: &Value) -> i64 {
     match v {
-        Value::Int(i) => *i,
+        Value::Int(i) | Value::Int64(i) => *i,
         Value::Float(f) => *f as i64,
         _ => 0,
     }
@@ -276,6 +276,12 @@ fn index_one(item: &Value, idx: &Value) -> Result<Value, String> {
             )),
         },
         Value::Object(o) => match idx {
+            // A map-like object (Helm's `files`) is indexed by key like a Go map.
+            Value::String(k) if o.entry_count().is_some() => Ok(o
+                .entries()
+                .and_then(|e| e.into_iter().find(|(ek, _)| **ek == **k))
+                .map(|(_, v)| v)
+                .unwrap_or(Value::Nil)),
             Value::String(k) => Ok(o.field(k).unwrap_or(Value::Nil)),
             other => Err(format!("can't index item of type {}", other.type_name())),
         },
@@ -285,7 +291,7 @@ fn index_one(item: &Value, idx: &Value) -> Result<Value, String> {
 
 fn index_int(idx: &Value, what: &str) -> Result<i64, String> {
     match idx {
-        Value::Int(i) => Ok(*i),
+        Value::Int(i) | Value::Int64(i) => Ok(*i),
         Value::Nil => Err(format!("cannot index {what} with nil")),
         other => Err(format!(
             "cannot index {what} with type {}",
@@ -348,7 +354,7 @@ pub(crate) fn go_eq(a: &Value, b: &Value) -> Result<bool, String> {
     }
     Ok(match (a, b) {
         (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Int(x) | Value::Int64(x), Value::Int(y) | Value::Int64(y)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::String(x), Value::String(y)) => x == y,
         (Value::Nil, Value::Nil) => true,
@@ -379,7 +385,7 @@ pub(crate) fn go_lt(a: &Value, b: &Value) -> Result<bool, String> {
         return Err("incompatible types for comparison".into());
     }
     match (a, b) {
-        (Value::Int(x), Value::Int(y)) => Ok(x < y),
+        (Value::Int(x) | Value::Int64(x), Value::Int(y) | Value::Int64(y)) => Ok(x < y),
         (Value::Float(x), Value::Float(y)) => Ok(x < y),
         (Value::String(x), Value::String(y)) => Ok(x < y),
         _ => Err("invalid type for comparison".into()),

@@ -27,7 +27,7 @@ pub(crate) fn strval(v: &Value) -> String {
 /// cast.ToInt64 (errors become 0).
 pub(crate) fn to_i64(v: &Value) -> i64 {
     match v {
-        Value::Int(i) => *i,
+        Value::Int(i) | Value::Int64(i) => *i,
         Value::Float(f) => {
             if f.is_nan() {
                 0
@@ -87,7 +87,7 @@ pub(crate) fn parse_go_int(s: &str) -> Option<i64> {
 /// cast.ToFloat64 (errors become 0).
 pub(crate) fn to_f64(v: &Value) -> f64 {
     match v {
-        Value::Int(i) => *i as f64,
+        Value::Int(i) | Value::Int64(i) => *i as f64,
         Value::Float(f) => *f,
         Value::Bool(b) => f64::from(u8::from(*b)),
         Value::String(s) => s.trim().parse::<f64>().unwrap_or(0.0),
@@ -114,7 +114,8 @@ fn strs(v: Vec<String>) -> Value {
 
 fn empty(v: &Value) -> bool {
     match v {
-        Value::Object(_) => false,
+        // A struct is never empty; a map-like object (Helm's `files`) is when it has no entries.
+        Value::Object(o) => o.entry_count() == Some(0),
         v => !v.truthy(),
     }
 }
@@ -876,42 +877,42 @@ pub(crate) fn register(m: &mut Map) {
 
     // ---- numbers
     reg(m, "add1", &[Any], None, |_, a| {
-        Ok(Value::Int(to_i64(&a[0]).wrapping_add(1)))
+        Ok(Value::Int64(to_i64(&a[0]).wrapping_add(1)))
     });
     reg(m, "add", &[], Some(Any), |_, a| {
-        Ok(Value::Int(
+        Ok(Value::Int64(
             a.iter().fold(0i64, |acc, v| acc.wrapping_add(to_i64(v))),
         ))
     });
     reg(m, "sub", &[Any, Any], None, |_, a| {
-        Ok(Value::Int(to_i64(&a[0]).wrapping_sub(to_i64(&a[1]))))
+        Ok(Value::Int64(to_i64(&a[0]).wrapping_sub(to_i64(&a[1]))))
     });
     reg(m, "div", &[Any, Any], None, |_, a| {
         let d = to_i64(&a[1]);
         if d == 0 {
             return Err("runtime error: integer divide by zero".into());
         }
-        Ok(Value::Int(to_i64(&a[0]).wrapping_div(d)))
+        Ok(Value::Int64(to_i64(&a[0]).wrapping_div(d)))
     });
     reg(m, "mod", &[Any, Any], None, |_, a| {
         let d = to_i64(&a[1]);
         if d == 0 {
             return Err("runtime error: integer divide by zero".into());
         }
-        Ok(Value::Int(to_i64(&a[0]).wrapping_rem(d)))
+        Ok(Value::Int64(to_i64(&a[0]).wrapping_rem(d)))
     });
     reg(m, "mul", &[Any], Some(Any), |_, a| {
-        Ok(Value::Int(
+        Ok(Value::Int64(
             a.iter().fold(1i64, |acc, v| acc.wrapping_mul(to_i64(v))),
         ))
     });
     let maxf = |_: &mut crate::exec::Ctx<'_>, a: Vec<Value>| -> Result<Value, String> {
-        Ok(Value::Int(a.iter().map(to_i64).max().unwrap_or(0)))
+        Ok(Value::Int64(a.iter().map(to_i64).max().unwrap_or(0)))
     };
     reg(m, "max", &[Any], Some(Any), maxf);
     reg(m, "biggest", &[Any], Some(Any), maxf);
     reg(m, "min", &[Any], Some(Any), |_, a| {
-        Ok(Value::Int(a.iter().map(to_i64).min().unwrap_or(0)))
+        Ok(Value::Int64(a.iter().map(to_i64).min().unwrap_or(0)))
     });
     reg(m, "add1f", &[Any], None, |_, a| {
         decimal_op(to_f64(&a[0]), &[Value::Float(1.0)], DecOp::Add)
@@ -950,7 +951,7 @@ pub(crate) fn register(m: &mut Map) {
     });
     reg(m, "int", &[Any], None, |_, a| Ok(Value::Int(to_i64(&a[0]))));
     reg(m, "int64", &[Any], None, |_, a| {
-        Ok(Value::Int(to_i64(&a[0])))
+        Ok(Value::Int64(to_i64(&a[0])))
     });
     reg(m, "float64", &[Any], None, |_, a| {
         Ok(Value::Float(to_f64(&a[0])))
@@ -959,7 +960,7 @@ pub(crate) fn register(m: &mut Map) {
         Ok(Value::Int(s(&a[0]).parse::<i64>().unwrap_or(0)))
     });
     reg(m, "toDecimal", &[Any], None, |_, a| {
-        Ok(Value::Int(
+        Ok(Value::Int64(
             i64::from_str_radix(&strval(&a[0]), 8).unwrap_or(0),
         ))
     });

@@ -6,7 +6,6 @@ use jiff::tz::TimeZone;
 use jiff::{Timestamp, Zoned};
 
 use super::super::{Map, Ty, reg, s};
-use super::to_i64;
 use crate::value::{Object, Value};
 
 /// A Go time.Time as templates see it.
@@ -26,8 +25,8 @@ impl Object for GoTime {
             "Hour" => Value::Int(z.hour() as i64),
             "Minute" => Value::Int(z.minute() as i64),
             "Second" => Value::Int(z.second() as i64),
-            "Unix" => Value::Int(z.timestamp().as_second()),
-            "UnixNano" => Value::Int(z.timestamp().as_nanosecond() as i64),
+            "Unix" => Value::Int64(z.timestamp().as_second()),
+            "UnixNano" => Value::Int64(z.timestamp().as_nanosecond() as i64),
             "String" => Value::from(self.display()),
             "Format" => match args.first() {
                 Some(Value::String(l)) => Value::from(format_go(z, l)),
@@ -72,7 +71,7 @@ fn to_time(v: &Value, tz: &TimeZone) -> Zoned {
             }
             Zoned::now().with_time_zone(tz.clone())
         }
-        Value::Int(i) => Timestamp::from_second(*i)
+        Value::Int(i) | Value::Int64(i) => Timestamp::from_second(*i)
             .unwrap_or(Timestamp::UNIX_EPOCH)
             .to_zoned(tz.clone()),
         _ => Zoned::now().with_time_zone(tz.clone()),
@@ -669,6 +668,7 @@ pub(crate) fn register(m: &mut Map) {
     reg(m, "duration", &[Any], None, |_, a| {
         let n = match &a[0] {
             Value::String(st) => st.parse::<i64>().unwrap_or(0),
+            Value::Int64(n) => *n,
             _ => 0,
         };
         Ok(Value::from(go_duration(n as i128 * 1_000_000_000)))
@@ -676,7 +676,13 @@ pub(crate) fn register(m: &mut Map) {
     reg(m, "durationRound", &[Any], None, |_, a| {
         let nanos: i128 = match &a[0] {
             Value::String(st) => parse_duration(st).unwrap_or(0),
-            v => to_i64(v) as i128,
+            // sprig switches on the dynamic type: only int64 counts (a Go `int` is 0).
+            Value::Int64(n) => i128::from(*n),
+            Value::Object(o) if o.type_name() == "time.Time" => {
+                let t = to_time(&a[0], &local_tz());
+                Timestamp::now().as_nanosecond() - t.timestamp().as_nanosecond()
+            }
+            _ => 0,
         };
         let u = nanos.unsigned_abs();
         let (sec, min, hour, day, month, year) = (
