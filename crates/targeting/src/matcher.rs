@@ -163,16 +163,16 @@ impl BundleMatch {
     /// Index of the deployment target: the first non-customisation target that matches (with the
     /// same group satisfying a restriction, if any).
     pub fn target(&self, c: &ClusterView<'_>) -> Option<usize> {
-        let groups: Vec<Option<(&str, &Labels)>> = if c.groups.is_empty() {
-            vec![None]
-        } else {
-            c.groups.iter().map(|(g, l)| Some((*g, *l))).collect()
+        let ok = |m: &ClusterMatcher, g: Option<(&str, &Labels)>| {
+            !self.restricted(c.name, c.labels, g) && m.match_one(c.name, c.labels, g)
         };
         self.targets.iter().position(|(m, is_cust)| {
             !is_cust
-                && groups.iter().any(|g| {
-                    !self.restricted(c.name, c.labels, *g) && m.match_one(c.name, c.labels, *g)
-                })
+                && if c.groups.is_empty() {
+                    ok(m, None)
+                } else {
+                    c.groups.iter().any(|(g, l)| ok(m, Some((g, l))))
+                }
         })
     }
 

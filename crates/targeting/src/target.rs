@@ -2,6 +2,7 @@
 //! bundle × cluster scan), the matcher decides, options are merged and BundleDeployments built.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use fleet_api::keys::*;
 use fleet_api::{
@@ -31,6 +32,7 @@ pub struct Fleet {
     by_label: HashMap<(String, String, String), Vec<usize>>,
     groups_of: Vec<Vec<usize>>,
     members: HashMap<(String, String), Vec<usize>>,
+    rank: Vec<usize>,
 }
 
 fn ns(meta: &ObjectMeta) -> &str {
@@ -59,7 +61,14 @@ impl Fleet {
             by_label: HashMap::new(),
             groups_of: Vec::new(),
             members: HashMap::new(),
+            rank: Vec::new(),
         };
+        let mut order: Vec<usize> = (0..f.clusters.len()).collect();
+        order.sort_by(|a, b| name(&f.clusters[*a].metadata).cmp(name(&f.clusters[*b].metadata)));
+        f.rank = vec![0; f.clusters.len()];
+        for (r, i) in order.into_iter().enumerate() {
+            f.rank[i] = r;
+        }
         for (i, c) in f.clusters.iter().enumerate() {
             let n = ns(&c.metadata).to_string();
             f.by_ns.entry(n.clone()).or_default().push(i);
@@ -163,21 +172,25 @@ impl Fleet {
     }
 
     /// Clusters that might match `m` in namespace `n` (a superset; the matcher decides).
-    fn candidates(&self, m: &ClusterMatcher, n: &str, out: &mut BTreeSet<usize>) {
+    fn candidates(&self, m: &ClusterMatcher, n: &str, seen: &mut [bool], out: &mut Vec<usize>) {
         let key = |a: &str| (n.to_string(), a.to_string());
-        if let Some(cn) = &m.cluster_name {
-            out.extend(self.by_name.get(&key(cn)).into_iter().flatten());
+        let list = if let Some(cn) = &m.cluster_name {
+            self.by_name.get(&key(cn))
         } else if let Some(g) = &m.cluster_group {
-            out.extend(self.members.get(&key(g)).into_iter().flatten());
+            self.members.get(&key(g))
         } else if let Some((k, v)) = m.cluster_selector.as_ref().and_then(|s| s.index_key()) {
-            out.extend(
-                self.by_label
-                    .get(&(n.to_string(), k.to_string(), v.to_string()))
-                    .into_iter()
-                    .flatten(),
-            );
+            self.by_label
+                .get(&(n.to_string(), k.to_string(), v.to_string()))
         } else {
-            out.extend(self.by_ns.get(n).into_iter().flatten());
+            self.by_ns.get(n)
+        };
+        for &i in list.into_iter().flatten() {
+            if let Some(s) = seen.get_mut(i)
+                && !*s
+            {
+                *s = true;
+                out.push(i);
+            }
         }
     }
 }
@@ -189,8 +202,8 @@ pub struct Target {
     pub cluster: usize,
     /// Name of the matched bundle target.
     pub target_name: String,
-    /// Effective options.
-    pub options: BundleDeploymentOptions,
+    /// Effective options (shared between clusters that get identical options).
+    pub options: Arc<BundleDeploymentOptions>,
     /// `manifestID:optionsHash`.
     pub deployment_id: String,
 }
@@ -224,20 +237,26 @@ pub fn targets(
     stats: &mut Stats,
 ) -> Result<Vec<Target>, String> {
     let bm = BundleMatch::new(bundle)?;
-    let mut cands = BTreeSet::new();
+    let mut seen = vec![false; fleet.clusters.len()];
+    let mut cands = Vec::new();
     for n in fleet.namespaces_for(bundle) {
         for (m, is_cust) in &bm.targets {
             if !is_cust {
-                fleet.candidates(m, &n, &mut cands);
+                fleet.candidates(m, &n, &mut seen, &mut cands);
             }
         }
     }
     let spec = &bundle.spec;
     let all_matches = spec.target_customization_mode == "AllMatches";
     // Options per (target, customisations) are the same for every cluster unless values depend on
-    // the cluster: cache them with their deployment ID.
-    let mut cache: HashMap<(usize, Vec<usize>), (BundleDeploymentOptions, Option<String>)> =
-        HashMap::new();
+    // the cluster: cache them with their deployment ID (and the variant with upstream's empty
+    // helm block for labelled clusters).
+    struct Entry {
+        opts: Arc<BundleDeploymentOptions>,
+        id: Option<String>,
+        quirk: Option<(Arc<BundleDeploymentOptions>, String)>,
+    }
+    let mut cache: HashMap<(usize, Vec<usize>), Entry> = HashMap::new();
     let mut out = Vec::new();
     for ci in cands {
         stats.evaluated += 1;
@@ -255,54 +274,63 @@ pub fn targets(
         if custs.iter().any(|c| spec.targets[*c].do_not_deploy) {
             continue;
         }
-        let key = (ti, custs.clone());
-        let (base, shared_id) = cache
-            .entry(key)
-            .or_insert_with(|| {
-                let target_opts = if all_matches {
-                    custs.iter().fold(t.options.clone(), |acc, c| {
-                        merge(&acc, &spec.targets[*c].options)
-                    })
+        let entry = cache.entry((ti, custs.clone())).or_insert_with(|| {
+            let target_opts = if all_matches {
+                custs.iter().fold(t.options.clone(), |acc, c| {
+                    merge(&acc, &spec.targets[*c].options)
+                })
+            } else {
+                custs
+                    .first()
+                    .map(|c| spec.targets[*c].options.clone())
+                    .unwrap_or_else(|| t.options.clone())
+            };
+            let opts = merge(&spec.options, &target_opts);
+            let id = (!crate::values::depends_on_cluster(&opts))
+                .then(|| deployment_id(manifest_id, &opts));
+            Entry {
+                opts: Arc::new(opts),
+                id,
+                quirk: None,
+            }
+        });
+        let labels = view.labels;
+        let (options, id) = match &entry.id {
+            Some(id) => {
+                let labelled = labels.keys().any(|k| crate::values::usable_label(k));
+                if entry.opts.helm.is_none() && labelled {
+                    let q = entry.quirk.get_or_insert_with(|| {
+                        let mut o = (*entry.opts).clone();
+                        o.helm = Some(Default::default());
+                        let qid = deployment_id(manifest_id, &o);
+                        (Arc::new(o), qid)
+                    });
+                    (q.0.clone(), q.1.clone())
                 } else {
-                    custs
-                        .first()
-                        .map(|c| spec.targets[*c].options.clone())
-                        .unwrap_or_else(|| t.options.clone())
-                };
-                let opts = merge(&spec.options, &target_opts);
-                let id = (!crate::values::depends_on_cluster(&opts))
-                    .then(|| deployment_id(manifest_id, &opts));
-                (opts, id)
-            })
-            .clone();
-        let mut opts = base;
-        let labels = fleet.clusters[ci]
-            .metadata
-            .labels
-            .clone()
-            .unwrap_or_default();
-        let had_helm = opts.helm.is_some();
-        crate::values::preprocess(&mut opts, &labels).map_err(|e| {
-            format!(
-                "cluster {} in namespace {}: {e}",
-                view.name,
-                ns(&fleet.clusters[ci].metadata)
-            )
-        })?;
-        let id = match shared_id {
-            Some(id) if had_helm == opts.helm.is_some() => id,
-            _ => deployment_id(manifest_id, &opts),
+                    (entry.opts.clone(), id.clone())
+                }
+            }
+            None => {
+                let mut o = (*entry.opts).clone();
+                crate::values::preprocess(&mut o, labels).map_err(|e| {
+                    format!(
+                        "cluster {} in namespace {}: {e}",
+                        view.name,
+                        ns(&fleet.clusters[ci].metadata)
+                    )
+                })?;
+                let id = deployment_id(manifest_id, &o);
+                (Arc::new(o), id)
+            }
         };
         out.push(Target {
             cluster: ci,
             target_name: t.name.clone(),
-            options: opts,
+            options,
             deployment_id: id,
         });
     }
-    out.sort_by(|a, b| {
-        name(&fleet.clusters[a.cluster].metadata).cmp(name(&fleet.clusters[b.cluster].metadata))
-    });
+    out.sort_by_key(|t| fleet.rank[t.cluster]);
     Ok(out)
 }
 
@@ -339,9 +367,9 @@ pub fn bundle_deployment(
         name(&bundle.metadata),
         BundleDeploymentSpec {
             paused,
-            staged_options: t.options.clone(),
+            staged_options: (*t.options).clone(),
             staged_deployment_id: t.deployment_id.clone(),
-            options: t.options.clone(),
+            options: (*t.options).clone(),
             deployment_id: t.deployment_id.clone(),
             depends_on: bundle.spec.depends_on.clone(),
             correct_drift: t.options.correct_drift.clone(),

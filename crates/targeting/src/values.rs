@@ -11,6 +11,13 @@ use fleet_api::keys::{FLEET_LABEL_PREFIX, MANAGEMENT_LABEL_PREFIX};
 pub const CLUSTER_LABEL_PREFIX: &str = "global.fleet.clusterLabels.";
 const MAX_DEPTH: usize = 50;
 
+/// Whether a label key is visible to values processing.
+pub fn usable_label(k: &str) -> bool {
+    !k.contains("cattle.io/")
+        || k.starts_with(FLEET_LABEL_PREFIX)
+        || k.starts_with(MANAGEMENT_LABEL_PREFIX)
+}
+
 /// Labels usable in values: keys containing `cattle.io/` are dropped, except Fleet's and
 /// Rancher management's own.
 pub fn template_labels(labels: &BTreeMap<String, String>) -> BTreeMap<String, String> {
