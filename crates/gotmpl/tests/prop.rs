@@ -173,4 +173,22 @@ proptest! {
     fn from_yaml_never_panics(text in "\\PC{0,120}") {
         let _ = gotmpl::yaml::from_yaml(&text);
     }
+
+    /// An int64 prints, formats, compares and serialises exactly like an int; only the Go
+    /// type name differs (the point of telling them apart).
+    #[test]
+    fn int64_behaves_like_int_but_for_its_type(n in any::<i64>(), fmt in "%[-+# 0]{0,2}[0-9]{0,2}[vdxXobqcU]") {
+        let mut t = Templates::new();
+        let text = format!(
+            "{{{{ . }}}}|{{{{ printf {:?} . }}}}|{{{{ toJson . }}}}|{{{{ toYaml . }}}}|{{{{ eq . 0 }}}}|{{{{ lt . 5 }}}}|{{{{ if . }}}}t{{{{ end }}}}|{{{{ add . 1 }}}}",
+            fmt
+        );
+        prop_assert!(t.parse("x", &text).is_ok());
+        let narrow = t.execute("x", &Value::Int(n));
+        let wide = t.execute("x", &Value::int64(n));
+        prop_assert_eq!(narrow.map_err(|e| e.to_string()), wide.map_err(|e| e.to_string()));
+        prop_assert!(t.parse("y", "{{ typeOf . }}").is_ok());
+        prop_assert_eq!(t.execute("y", &Value::Int(n)).map_err(|e| e.to_string()), Ok("int".to_string()));
+        prop_assert_eq!(t.execute("y", &Value::int64(n)).map_err(|e| e.to_string()), Ok("int64".to_string()));
+    }
 }
