@@ -148,6 +148,15 @@ proptest! {
     }
 
     #[test]
+    fn fast_document_classifier_matches_full_parse(doc in template_text(), y in yaml_text()) {
+        for d in [doc, y] {
+            if let Some(agrees) = fleet_render::helm::manifests::fast_path_agrees(&d) {
+                prop_assert!(agrees, "fast and full classification differ on {:?}", d);
+            }
+        }
+    }
+
+    #[test]
     fn charts_with_arbitrary_templates_never_panic(
         tpl in template_text(),
         helper in template_text(),
@@ -171,5 +180,5 @@ proptest! {
 
 #[test]
 fn report_case_counts() {
-    eprintln!("helm property tests: 5 properties x {CASES} cases each");
+    eprintln!("helm property tests: 6 properties x {CASES} cases each");
 }

@@ -231,7 +231,211 @@ impl std::fmt::Debug for HeadCache {
 /// Entries kept before the memo is cleared (bounds memory for ever-changing values).
 const HEAD_CACHE_MAX: usize = 4096;
 
+/// A plain scalar that go-yaml v2 resolves to a string (not a number, bool or null).
+fn plain_is_string(v: &str) -> bool {
+    let Some(first) = v.chars().next() else {
+        return false;
+    };
+    if !first.is_ascii_alphabetic() {
+        return false;
+    }
+    !matches!(
+        v.to_ascii_lowercase().as_str(),
+        "y" | "yes" | "n" | "no" | "on" | "off" | "true" | "false" | "null"
+    )
+}
+
+fn plain_is_null(v: &str) -> bool {
+    matches!(v, "" | "~" | "null" | "Null" | "NULL")
+}
+
+/// Classifies a document from parser events alone, without building its value; None when the
+/// document is anything but a plain manifest (anchors, tags, merge keys, odd types, errors), in
+/// which case the full parse decides (and reports errors as Helm does).
+fn fast_classify(doc: &str) -> Option<HeadClass> {
+    use granit_parser::{Event, Parser, ScalarStyle};
+    struct Frame {
+        is_map: bool,
+        key: Option<String>,
+        expecting_key: bool,
+    }
+    enum Node {
+        Scalar(String, bool),
+        Map,
+        Seq,
+    }
+    let mut p = Parser::new_from_str(doc);
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut kind = String::new();
+    let mut hook: Option<String> = None;
+    let mut docs = 0;
+    let mut top_seen = false;
+    while let Some(ev) = p.next_event() {
+        let (ev, _) = ev.ok()?;
+        let node = match ev {
+            Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => continue,
+            Event::DocumentStart(..) => {
+                docs += 1;
+                if docs > 1 {
+                    return None;
+                }
+                continue;
+            }
+            Event::Scalar(v, style, anchor, tag) => {
+                if anchor != 0 || tag.is_some() {
+                    return None;
+                }
+                Node::Scalar(v.into_owned(), style == ScalarStyle::Plain)
+            }
+            Event::MappingStart(_, anchor, tag) => {
+                if anchor != 0 || tag.is_some() {
+                    return None;
+                }
+                Node::Map
+            }
+            Event::SequenceStart(_, anchor, tag) => {
+                if anchor != 0 || tag.is_some() {
+                    return None;
+                }
+                Node::Seq
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                stack.pop();
+                if let Some(f) = stack.last_mut()
+                    && f.is_map
+                {
+                    f.expecting_key = true;
+                }
+                continue;
+            }
+            Event::Alias(..) | Event::Anchor(..) | Event::UnresolvedAlias(..) => return None,
+            // Comments (when the parser reports them) carry no data.
+            #[allow(unreachable_patterns)]
+            _ => continue,
+        };
+        let Some(frame) = stack.last_mut() else {
+            // The document's root.
+            if top_seen {
+                return None;
+            }
+            top_seen = true;
+            match node {
+                Node::Map => stack.push(Frame {
+                    is_map: true,
+                    key: None,
+                    expecting_key: true,
+                }),
+                Node::Scalar(v, true) if plain_is_null(&v) => {}
+                _ => return None,
+            }
+            continue;
+        };
+        if frame.is_map && frame.expecting_key {
+            match node {
+                Node::Scalar(k, plain) => {
+                    if plain && k == "<<" {
+                        return None;
+                    }
+                    frame.key = Some(k);
+                    frame.expecting_key = false;
+                }
+                _ => return None,
+            }
+            continue;
+        }
+        // A value (in a map) or an item (in a sequence).
+        let depth = stack.len();
+        let path: Vec<&str> = stack
+            .iter()
+            .map(|f| f.key.as_deref().unwrap_or(""))
+            .collect();
+        let in_map = stack.last().is_some_and(|f| f.is_map);
+        let relevant = in_map
+            && matches!(
+                (depth, path.as_slice()),
+                (1, ["kind" | "apiVersion" | "metadata"])
+                    | (2, ["metadata", "name" | "annotations"])
+                    | (3, ["metadata", "annotations", _])
+            );
+        if relevant {
+            let key = path.last().copied().unwrap_or("");
+            match (&node, depth, key) {
+                (Node::Map, 1, "metadata") | (Node::Map, 2, "annotations") => {}
+                (Node::Scalar(v, true), 1, "metadata")
+                | (Node::Scalar(v, true), 2, "annotations")
+                    if plain_is_null(v) => {}
+                (Node::Scalar(v, plain), 1, "kind") => {
+                    if *plain && !plain_is_string(v) {
+                        return None;
+                    }
+                    kind = v.clone();
+                }
+                (Node::Scalar(v, plain), 3, _) => {
+                    if key == "helm.sh/hook" {
+                        if *plain && !plain_is_string(v) {
+                            return None;
+                        }
+                        hook = Some(v.clone());
+                    }
+                }
+                (Node::Scalar(..), _, _) => {}
+                _ => return None,
+            }
+        }
+        match node {
+            Node::Map => stack.push(Frame {
+                is_map: true,
+                key: None,
+                expecting_key: true,
+            }),
+            Node::Seq => stack.push(Frame {
+                is_map: false,
+                key: None,
+                expecting_key: false,
+            }),
+            Node::Scalar(..) => {
+                if let Some(f) = stack.last_mut()
+                    && f.is_map
+                {
+                    f.expecting_key = true;
+                }
+            }
+        }
+    }
+    let class = match hook {
+        None => Class::Generic,
+        Some(types) => {
+            let known = types
+                .split(',')
+                .all(|t| HOOK_EVENTS.contains(&t.trim().to_lowercase().as_str()));
+            if known {
+                Class::Hook
+            } else {
+                Class::UnknownHook
+            }
+        }
+    };
+    Some(HeadClass { kind, class })
+}
+
 fn classify(doc: &str, path: &str) -> Result<HeadClass, String> {
+    if let Some(hc) = fast_classify(doc) {
+        return Ok(hc);
+    }
+    classify_full(doc, path)
+}
+
+/// Whether the event-only classifier, when it answers, agrees with the full parse (a testing
+/// aid for the property tests): Some(true/false) when it answered, None when it deferred.
+pub fn fast_path_agrees(doc: &str) -> Option<bool> {
+    let fast = fast_classify(doc)?;
+    Some(match classify_full(doc, "x") {
+        Ok(full) => full.kind == fast.kind && full.class == fast.class,
+        Err(_) => false,
+    })
+}
+
+fn classify_full(doc: &str, path: &str) -> Result<HeadClass, String> {
     let head = parse_head(doc, path)?;
     let hook = head
         .annotations
@@ -357,6 +561,32 @@ mod tests {
             vec!["Namespace", "Service", "Deployment", "Alpha", "Zed"]
         );
         assert_eq!(hooks.len(), 1);
+    }
+
+    #[test]
+    fn fast_classifier_agrees_with_full_parse() {
+        let docs = [
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  annotations:\n    helm.sh/hook: test\n",
+            "kind: \"Service\"\nmetadata: {name: a, annotations: {\"helm.sh/hook\": 'pre-install, post-install'}}\n",
+            "# only a comment",
+            "kind: Deployment\nspec:\n  template:\n    metadata:\n      annotations:\n        helm.sh/hook: test\n",
+            "kind: ConfigMap\nmetadata:\n  annotations:\n    helm.sh/hook: nope\n",
+            "kind: X\nmetadata:\n  annotations: ~\n",
+            "list:\n- kind: Inner\nkind: Outer\n",
+        ];
+        for d in docs {
+            assert_eq!(fast_path_agrees(d), Some(true), "{d}");
+        }
+        for d in [
+            "kind: X\nmetadata:\n  annotations:\n    other: [1]\n",
+            "kind: &a X\n",
+            "kind: 1.0\n",
+            "<<: {kind: X}\n",
+            "kind: !!str X\n",
+            "- a\n",
+        ] {
+            assert_eq!(fast_path_agrees(d), None, "{d}");
+        }
     }
 
     #[test]

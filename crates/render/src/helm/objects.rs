@@ -20,7 +20,8 @@ pub fn to_tmpl(v: &serde_json::Value) -> Value {
             if n.is_f64() {
                 Value::Float(n.as_f64().unwrap_or(0.0))
             } else if let Some(i) = n.as_i64() {
-                Value::Int(i)
+                // Only `--set` produces integers, and strvals makes them Go int64s.
+                Value::Int64(i)
             } else {
                 Value::Float(n.as_f64().unwrap_or(0.0))
             }
@@ -533,6 +534,17 @@ impl Object for Files {
     }
     fn type_name(&self) -> String {
         "engine.files".into()
+    }
+    fn entries(&self) -> Option<Vec<(String, Value)>> {
+        Some(
+            self.0
+                .iter()
+                .map(|(k, v)| (k.clone(), bytes_value(v)))
+                .collect(),
+        )
+    }
+    fn entry_count(&self) -> Option<usize> {
+        Some(self.0.len())
     }
     fn to_json(&self) -> serde_json::Value {
         serde_json::Value::Object(
