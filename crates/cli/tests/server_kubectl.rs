@@ -294,14 +294,14 @@ fn kubectl_server_side_apply() {
     let Some((_dir, _srv, k)) = setup() else {
         return;
     };
-    let v1 = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, namespace: default, labels: {a: '1'}}\ndata: {x: '1', y: '2'}\n";
-    let v2 = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, namespace: default, labels: {a: '1'}}\ndata: {x: '10', y: '2'}\n";
+    let v1 = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, namespace: default, labels: {a: '1'}}\ndata: {alpha: '1', beta: '2'}\n";
+    let v2 = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, namespace: default, labels: {a: '1'}}\ndata: {alpha: '10', beta: '2'}\n";
     let out = k.apply(v1, &["--server-side"]);
     assert!(out.contains("serverside-applied"), "{out}");
     k.apply(v2, &["--server-side"]);
     let cm = k.json(&["get", "configmap", "ssa"]);
-    assert_eq!(cm["data"]["x"], "10");
-    assert_eq!(cm["data"]["y"], "2");
+    assert_eq!(cm["data"]["alpha"], "10");
+    assert_eq!(cm["data"]["beta"], "2");
     assert_eq!(cm["metadata"]["labels"]["a"], "1");
 }
 
