@@ -1,7 +1,7 @@
 //! Store benchmark (harness = false): `cargo bench -p fleet-apiserver --bench store`.
 //!
 //! Prints medians over repeated runs of: write throughput for 1 KiB objects at 1 and 64
-//! concurrent writers (SQLite file, WAL, synchronous=FULL unless FLEET_STORE_SYNC=normal), list
+//! concurrent writers (SQLite file, WAL, synchronous=NORMAL unless FLEET_STORE_SYNC=full), list
 //! time for 100,000 objects, watch fan-out delivery latency (p50/p99) with 1,000 and 10,000
 //! watchers, and the process RSS after storing 1,000,000 objects (then after reopening them).
 //!
@@ -98,7 +98,7 @@ async fn write_burst(store: &Store, writers: usize, total: usize, tag: &str) -> 
 }
 
 async fn bench_writes(runs: usize) {
-    let sync = std::env::var("FLEET_STORE_SYNC").unwrap_or_else(|_| "full".into());
+    let sync = std::env::var("FLEET_STORE_SYNC").unwrap_or_else(|_| "normal".into());
     for (writers, total) in [(1usize, 1_000usize), (64, 20_000)] {
         let mut rates = Vec::new();
         for _ in 0..runs {
@@ -131,7 +131,7 @@ async fn bench_list(runs: usize) {
     let Ok(store) = Store::open(StoreConfig::in_memory()) else {
         return;
     };
-    write_burst(&store, 64, 100_000, "l").await;
+    write_burst(&store, 50, 100_000, "l").await;
     let prefix = "/fleet.cattle.io/bundledeployments/";
     let all = |_: &str, _: &Obj| true;
     let mut full = Vec::new();

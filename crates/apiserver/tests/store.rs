@@ -1,5 +1,6 @@
 //! Behaviour of the revision-log store through its public API: revisions, preconditions,
 //! consistent paging, watch resume and fan-out, compaction, restart and crash durability.
+#![allow(clippy::map_entry)] // the model code reads clearer as if/else on membership
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -264,7 +265,7 @@ fn paging_at_fixed_revision_is_consistent_under_writes() {
                     let mut n = 0usize;
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) && n < 3000 {
                         let k = key(n % 500);
-                        if n % 7 == 0 {
+                        if n.is_multiple_of(7) {
                             let _ = s.delete(&k, None).await;
                             let _ = s.create(&k, obj("cm", "again")).await;
                         } else {
@@ -482,9 +483,10 @@ async fn slow_watcher_is_dropped_while_writers_proceed() {
         .unwrap();
     // The slow one never read: it was cut off, and says so with None (possibly after nothing).
     let mut delivered = 0;
-    while let Some(_) = tokio::time::timeout(Duration::from_secs(5), slow.next())
+    while tokio::time::timeout(Duration::from_secs(5), slow.next())
         .await
         .unwrap()
+        .is_some()
     {
         delivered += 1;
         assert!(delivered <= n, "a dropped watcher must end");
@@ -746,14 +748,14 @@ proptest! {
                 match op {
                     ModelOp::Create(k, v) => {
                         let r = s.create(&key(k), obj("cm", &v.to_string())).await;
-                        if model.contains_key(&key(k)) {
-                            prop_assert!(matches!(r, Err(StoreError::AlreadyExists(_))));
-                        } else {
+                        if let std::collections::btree_map::Entry::Vacant(e) = model.entry(key(k)) {
                             let o = r.unwrap();
                             rev += 1;
                             prop_assert_eq!(o.rev, rev);
                             prop_assert_eq!(rv_of(&o), rev.to_string());
-                            model.insert(key(k), (rev, v));
+                            e.insert((rev, v));
+                        } else {
+                            prop_assert!(matches!(r, Err(StoreError::AlreadyExists(_))));
                         }
                     }
                     ModelOp::Update(k, e, v) => {

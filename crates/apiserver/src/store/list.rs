@@ -143,8 +143,16 @@ pub(crate) fn list(
             let Some(reader) = &shared.reader else {
                 return Err(StoreError::Internal("no reader connection".into()));
             };
-            let conn = reader.lock();
-            db::list_at(&conn, prefix, rev, after_key, limit, filter)?
+            let page = db::list_at(&reader.lock(), prefix, rev, after_key, limit, filter)?;
+            let compact_rev = shared.state.read().compact_rev;
+            if compact_rev > rev {
+                // Compaction past `rev` started while we read: the rows may be incomplete.
+                return Err(StoreError::Compacted {
+                    requested: rev,
+                    oldest: compact_rev,
+                });
+            }
+            page
         }
     };
     // Keep the revision's map for the next pages, so they are served from memory too.

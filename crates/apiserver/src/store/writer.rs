@@ -52,6 +52,8 @@ pub(crate) struct Writer {
     samples: VecDeque<(Instant, Rev)>,
     /// Compaction wanted up to here; done in chunks between batches.
     compact_goal: Rev,
+    /// How far the SQLite log is actually compacted.
+    db_compact: Rev,
     last_tick: Instant,
     retention: Duration,
 }
@@ -68,7 +70,9 @@ impl Writer {
             .ok()
             .and_then(|v| v.parse::<u64>().ok())
             .map_or(RETENTION, Duration::from_secs);
+        let db_compact = shared.state.read().compact_rev;
         Writer {
+            db_compact,
             conn,
             shared,
             rev,
@@ -130,7 +134,7 @@ impl Writer {
     }
 
     fn compaction_pending(&self) -> bool {
-        self.shared.state.read().compact_rev < self.compact_goal
+        self.db_compact < self.compact_goal
     }
 
     /// Periodic work: revision samples, compaction target, snapshot expiry, ring pruning, and
@@ -156,23 +160,30 @@ impl Writer {
         {
             tracing::warn!("store compaction failed: {e}");
             // Retry at the next sample rather than spinning.
-            self.compact_goal = self.shared.state.read().compact_rev;
+            self.compact_goal = self.db_compact;
         }
     }
 
     /// Compacts one chunk towards `compact_goal`.
     fn compact_chunk(&mut self) -> Result<(), StoreError> {
-        let from = self.shared.state.read().compact_rev;
+        let from = self.db_compact;
         let to = self
             .compact_goal
             .min(from.saturating_add(COMPACT_CHUNK))
             .min(self.rev);
         if to <= from {
+            self.compact_goal = self.compact_goal.min(from);
             return Ok(());
         }
+        // Announce first: a list reading the log re-checks the mark after its read, so it can
+        // never return rows this compaction has already removed.
+        {
+            let mut st = self.shared.state.write();
+            st.compact_rev = st.compact_rev.max(to);
+        }
         let n = db::compact_range(&mut self.conn, from, to)?;
+        self.db_compact = to;
         tracing::debug!(from, to, deleted = n, "store compacted");
-        self.shared.state.write().compact_rev = to;
         Ok(())
     }
 
@@ -181,7 +192,7 @@ impl Writer {
         while self.compaction_pending() {
             self.compact_chunk()?;
         }
-        Ok(self.shared.state.read().compact_rev)
+        Ok(self.db_compact)
     }
 
     /// Validates, persists (one transaction) and applies a batch, then answers its callers.
