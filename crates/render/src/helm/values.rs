@@ -406,7 +406,7 @@ mod float_tests {
         assert_eq!(format_float32_g(123456.0), "123456");
         assert_eq!(format_float32_g(0.0001), "0.0001");
         assert_eq!(format_float32_g(0.00001), "1e-05");
-        assert_eq!(format_float32_g(2.718281828), "2.7182817");
+        assert_eq!(format_float32_g(123.456789), "123.45679");
         assert_eq!(format_float32_g(-2.5), "-2.5");
     }
 }
