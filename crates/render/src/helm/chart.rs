@@ -164,7 +164,9 @@ pub fn load(path: &Path) -> Result<Chart, String> {
     } else {
         let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         if !(data.len() >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
-            let name = path.display();
+            // Helm names the file by its cleaned absolute path (filepath.Abs).
+            let abs = abs_clean(path);
+            let name = abs.display();
             let s = path.to_string_lossy();
             if s.ends_with(".yml") || s.ends_with(".yaml") {
                 return Err(format!(
@@ -177,6 +179,23 @@ pub fn load(path: &Path) -> Result<Chart, String> {
         }
         load_archive(&data)
     }
+}
+
+/// Go's `filepath.Abs`: absolute and lexically cleaned (`.`/`..` removed).
+fn abs_clean(path: &Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = std::path::PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
 }
 
 /// Loads a chart directory, applying its `.helmignore`.
