@@ -65,24 +65,24 @@ fn policy() -> impl Strategy<Value = Policy> {
         (
             pick(NAMESPACES),
             0..3usize,
-            prop::collection::vec(rule(true), 0..3),
+            prop::collection::vec(rule(true), 1..4),
         ),
-        0..5,
+        1..6,
     );
-    let croles = prop::collection::vec((0..3usize, prop::collection::vec(rule(false), 0..3)), 0..4);
+    let croles = prop::collection::vec((0..3usize, prop::collection::vec(rule(false), 1..4)), 1..4);
     let rbs = prop::collection::vec(
         (
             pick(NAMESPACES),
             0..6usize,
             any::<bool>(),
             0..3usize,
-            prop::collection::vec(subject(), 0..3),
+            prop::collection::vec(subject(), 1..3),
         ),
-        0..8,
+        2..10,
     );
     let crbs = prop::collection::vec(
-        (0..4usize, 0..3usize, prop::collection::vec(subject(), 0..3)),
-        0..4,
+        (0..4usize, 0..3usize, prop::collection::vec(subject(), 1..3)),
+        1..4,
     );
     (roles, croles, rbs, crbs).prop_map(|(roles, croles, rbs, crbs)| {
         let mut objects = Vec::new();
@@ -111,8 +111,8 @@ fn attrs() -> impl Strategy<Value = Attributes> {
         pick(&["", "apps", "batch"]),
         pick(&["pods", "deployments", "secrets"]),
         pick(&["", "log", "status"]),
-        pick(&["", "a", "b", "c", "d"]),
-        pick(&["", "x", "y", "z"]),
+        pick(&["", "a", "a", "b", "c", "d"]),
+        pick(&["", "x", "x", "y", "z"]),
     )
         .prop_map(|(v, g, r, s, ns, n)| {
             Attributes::resource(&v, &g, &r)
@@ -354,4 +354,31 @@ fn arb_json() -> impl Strategy<Value = Value> {
             )),
         ]
     })
+}
+
+/// Guards the equivalence property against vacuity: the generated policies must allow a fair
+/// share of the generated requests, or "indexed == naive" would hold trivially.
+#[test]
+fn generated_policies_allow_a_fair_share() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let (mut allowed, mut total) = (0usize, 0usize);
+    for _ in 0..300 {
+        let (Ok(p), Ok(u), Ok(r)) = (
+            policy().new_tree(&mut runner),
+            user().new_tree(&mut runner),
+            attrs().new_tree(&mut runner),
+        ) else {
+            panic!("strategy failed");
+        };
+        let p = p.current();
+        if naive(&p.objects, &u.current(), &r.current()) {
+            allowed += 1;
+        }
+        total += 1;
+    }
+    println!("{allowed} of {total} generated requests allowed");
+    assert!(allowed * 10 >= total, "only {allowed} of {total} allowed");
+    assert!(allowed < total, "everything allowed");
 }
