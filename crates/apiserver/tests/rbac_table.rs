@@ -761,3 +761,26 @@ fn invalid_objects_name_the_field() {
         .unwrap_or_default();
     assert!(e.contains("roleRef.kind"), "{e}");
 }
+
+#[test]
+fn changing_an_aggregated_source_updates_the_aggregate() {
+    let mut a = policy();
+    let attrs = res("get", "", "configmaps", "x");
+    assert!(!a.authorize(&u("mon"), &attrs).allowed);
+    // New label-selected role: aggregated in.
+    a.apply(&cluster_role(
+        "monitoring-configmaps",
+        json!({"rbac.example.com/aggregate-to-monitoring": "true"}),
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]),
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(a.authorize(&u("mon"), &attrs).allowed);
+    // Label removed: aggregated out again.
+    a.apply(&cluster_role(
+        "monitoring-configmaps",
+        json!({}),
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]),
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!a.authorize(&u("mon"), &attrs).allowed);
+}

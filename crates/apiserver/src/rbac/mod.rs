@@ -670,8 +670,15 @@ impl Authorizer {
                     .insert(p.name, rules);
             }
             ParsedBody::ClusterRole(entry) => {
-                self.cluster_roles.insert(p.name, entry);
-                self.aggregate();
+                let relevant = entry.aggregation.is_some() || self.feeds_aggregation(&entry.labels);
+                let old = self.cluster_roles.insert(p.name, entry);
+                if relevant
+                    || old.is_some_and(|o| {
+                        o.aggregation.is_some() || self.feeds_aggregation(&o.labels)
+                    })
+                {
+                    self.aggregate();
+                }
             }
             ParsedBody::Binding(b) => {
                 self.remove_binding(p.kind, &p.namespace, &p.name);
@@ -708,7 +715,9 @@ impl Authorizer {
                 }
             }
             Kind::ClusterRole => {
-                if self.cluster_roles.remove(name).is_some() {
+                if let Some(o) = self.cluster_roles.remove(name)
+                    && (o.aggregation.is_some() || self.feeds_aggregation(&o.labels))
+                {
                     self.aggregate();
                 }
             }
@@ -742,6 +751,16 @@ impl Authorizer {
                 self.cluster_index.remove(s, name);
             }
         }
+    }
+
+    /// Whether a ClusterRole with these labels is selected by some aggregated ClusterRole, so a
+    /// change to it must recompute aggregation (other ClusterRole changes skip that work).
+    fn feeds_aggregation(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.cluster_roles.values().any(|e| {
+            e.aggregation
+                .as_ref()
+                .is_some_and(|sels| sels.iter().any(|s| s.matches(labels)))
+        })
     }
 
     /// Recomputes the effective rules of every aggregated ClusterRole: the union of the rules of
