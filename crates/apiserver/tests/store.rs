@@ -78,6 +78,9 @@ async fn create_get_update_delete_sets_resource_version() {
     );
     assert!(s.get(&key(1)).is_none());
     assert_eq!(s.current_rev(), 3);
+    // Identical label sets are stored once.
+    let c = s.create(&key(2), obj("cm-2", "x")).await.unwrap();
+    assert!(Arc::ptr_eq(&c.labels, &b.labels));
     // Compact JSON, serialized once.
     assert!(!std::str::from_utf8(&b.json).unwrap().contains(": "));
 }

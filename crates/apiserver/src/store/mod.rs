@@ -408,10 +408,31 @@ fn empty_labels() -> Arc<BTreeMap<String, String>> {
 pub(crate) fn labels_from_json(
     json: &[u8],
 ) -> Result<Arc<BTreeMap<String, String>>, serde_json::Error> {
-    let labels = db::parse_labels(json)?;
-    Ok(if labels.is_empty() {
-        empty_labels()
-    } else {
-        Arc::new(labels)
-    })
+    Ok(intern_labels(db::parse_labels(json)?))
+}
+
+/// How many distinct label sets the interner remembers before it forgets unused ones.
+const INTERN_CAP: usize = 1 << 16;
+
+/// Shares one `Arc` among objects with identical labels (all pods of a deployment, all objects
+/// of one bundle and cluster, ...): a label map costs several hundred bytes, which would
+/// otherwise be paid per object. Sets nobody uses any more are forgotten when the table fills.
+pub(crate) fn intern_labels(labels: BTreeMap<String, String>) -> Arc<BTreeMap<String, String>> {
+    type Table = Mutex<std::collections::HashSet<Arc<BTreeMap<String, String>>>>;
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    if labels.is_empty() {
+        return empty_labels();
+    }
+    let mut table = TABLE.get_or_init(Default::default).lock();
+    if let Some(shared) = table.get(&labels) {
+        return shared.clone();
+    }
+    if table.len() >= INTERN_CAP {
+        table.retain(|a| Arc::strong_count(a) > 1);
+    }
+    let shared = Arc::new(labels);
+    if table.len() < INTERN_CAP {
+        table.insert(shared.clone());
+    }
+    shared
 }

@@ -419,7 +419,7 @@ fn encode(key: &str, value: Option<Value>, rev: Rev) -> Result<Obj, StoreError> 
         Value::String(rev.to_string()),
     );
     let labels = match meta.get("labels").and_then(Value::as_object) {
-        Some(l) if !l.is_empty() => Arc::new(
+        Some(l) if !l.is_empty() => super::intern_labels(
             l.iter()
                 .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
                 .collect(),
