@@ -417,7 +417,9 @@ async fn drive_writes(
                     break;
                 }
                 let name = format!("{prefix}-{}", start + i);
-                let body = config_map(&ns, &name, size, i as u64);
+                // Updates change the content (a no-op update writes nothing, as in Kubernetes).
+                let seq = if update { (i + count) as u64 } else { i as u64 };
+                let body = config_map(&ns, &name, size, seq);
                 let (method, path) = if update {
                     (
                         Method::PUT,
