@@ -8,6 +8,17 @@ use common::{Server, raw};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
+/// (what, method, path, content type, body, expected code, expected reason)
+type Case = (
+    &'static str,
+    &'static str,
+    String,
+    &'static str,
+    Vec<u8>,
+    u16,
+    &'static str,
+);
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_requests_get_proper_status_and_server_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
@@ -15,7 +26,7 @@ async fn bad_requests_get_proper_status_and_server_keeps_serving() {
     let client = srv.client().await;
     let json = "application/json";
 
-    let cases: Vec<(&str, &str, String, &str, Vec<u8>, u16, &str)> = vec![
+    let cases: Vec<Case> = vec![
         ("malformed JSON", "POST", CMS.into(), json, br#"{"apiVersion": "v1", "kind": "#.to_vec(), 400, "BadRequest"),
         ("JSON that is not an object", "POST", CMS.into(), json, b"[1, 2]".to_vec(), 400, "BadRequest"),
         ("malformed YAML", "POST", CMS.into(), "application/yaml", b"metadata: {name: [x\n  - : :".to_vec(), 400, "BadRequest"),

@@ -12,6 +12,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 
+/// (resourceVersion read, won?, resourceVersion the winner produced)
+type Attempt = (u64, bool, Option<u64>);
+
 const WRITERS: usize = 16;
 const ROUNDS: usize = 25;
 
@@ -27,7 +30,7 @@ async fn one_winner_per_resource_version() {
     api.create(&PostParams::default(), &cm).await.unwrap();
 
     // (rv read, won?, the rv the winner produced)
-    let attempts: Arc<Mutex<Vec<(u64, bool, Option<u64>)>>> = Arc::default();
+    let attempts: Arc<Mutex<Vec<Attempt>>> = Arc::default();
     let mut tasks = Vec::new();
     for w in 0..WRITERS {
         let api = api.clone();

@@ -155,10 +155,10 @@ pub fn in_ci() -> bool {
 /// Finds an oracle tool: `$ENV_VAR`, then `$FLEET_TOOLS_DIR/bin` (default ~/.cache/fleet-tools/bin),
 /// then PATH. Missing: `None` after printing why (tests skip), or a panic under CI=true.
 pub fn find_tool(env_var: &str, name: &str) -> Option<PathBuf> {
-    if let Ok(p) = std::env::var(env_var) {
-        if !p.is_empty() {
-            return Some(PathBuf::from(p));
-        }
+    if let Ok(p) = std::env::var(env_var)
+        && !p.is_empty()
+    {
+        return Some(PathBuf::from(p));
     }
     let tools = std::env::var("FLEET_TOOLS_DIR")
         .map(PathBuf::from)
