@@ -345,14 +345,7 @@ impl ApiServer {
         sub: Option<&str>,
     ) -> ApiResult<()> {
         check_type(info, new)?;
-        let name = meta_str(old, "name").unwrap_or("").to_string();
-        if let Some(n) = meta_str(new, "name").filter(|n| !n.is_empty())
-            && n != name
-        {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({n}) does not match the name on the URL ({name})"
-            )));
-        }
+        check_name_matches(new, meta_str(old, "name").unwrap_or(""))?;
         if info.namespaced
             && let (Some(a), Some(b)) = (meta_str(old, "namespace"), meta_str(new, "namespace"))
             && !b.is_empty()
@@ -516,5 +509,16 @@ impl ApiServer {
             }
         }
         Err(ApiError::conflict(&info.group, &info.plural, name))
+    }
+}
+
+/// A body naming another object than the URL is a 400, checked before the object is looked up
+/// (kube-apiserver answers BadRequest even when the URL's object does not exist).
+pub fn check_name_matches(obj: &Value, url_name: &str) -> ApiResult<()> {
+    match meta_str(obj, "name").filter(|n| !n.is_empty()) {
+        Some(n) if n != url_name => Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({url_name})"
+        ))),
+        _ => Ok(()),
     }
 }

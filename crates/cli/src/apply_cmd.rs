@@ -265,146 +265,6 @@ pub fn run(a: ApplyArgs) -> anyhow::Result<()> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn labels_parse() {
-        let l = parse_labels(&["a=b,c=d".into(), "e=f=g".into()]).unwrap();
-        assert_eq!(l["a"], "b");
-        assert_eq!(l["c"], "d");
-        assert_eq!(l["e"], "f=g");
-        assert!(parse_labels(&["nope".into()]).is_err());
-    }
-
-    /// End to end against our embedded API server (`fleet server`), when the binary is built.
-    #[test]
-    fn online_apply_creates_updates_and_prunes() {
-        use fleet_api::Bundle;
-        use k8s_openapi::api::core::v1::{Namespace, Secret};
-        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-        use kube::api::{Api, ListParams, PostParams};
-        use std::io::BufRead;
-
-        let bin = std::env::current_exe()
-            .ok()
-            .and_then(|p| p.parent().and_then(|d| d.parent()).map(|d| d.join("fleet")))
-            .filter(|p| p.exists());
-        let Some(bin) = bin else {
-            println!("skipping: the fleet binary is not built next to the test executable");
-            return;
-        };
-        let data = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new(&bin)
-            .args(["server", "--data-dir"])
-            .arg(data.path())
-            .args(["--listen", "127.0.0.1:0"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(line.starts_with("ready "), "{line}");
-        let repo = tempfile::tempdir().unwrap();
-        for d in ["a", "b"] {
-            std::fs::create_dir_all(repo.path().join(d)).unwrap();
-            std::fs::write(
-                repo.path().join(d).join("fleet.yaml"),
-                "helm:\n  values: {replicas: 2}\n",
-            )
-            .unwrap();
-            std::fs::write(
-                repo.path().join(d).join("cm.yaml"),
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n",
-            )
-            .unwrap();
-        }
-        let mut opts = ApplyOptions::default();
-        opts.labels
-            .insert(fleet_api::keys::REPO_LABEL.into(), "r".into());
-        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let result = rt.block_on(async {
-            let kc = kube::config::Kubeconfig::read_from(data.path().join("kubeconfig")).unwrap();
-            let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-                .await
-                .unwrap();
-            let client = kube::Client::try_from(cfg).unwrap();
-            let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-            for c in fleet_api::crds::all() {
-                crds.create(&PostParams::default(), &c).await.unwrap();
-            }
-            let nss: Api<Namespace> = Api::all(client.clone());
-            let ns: Namespace =
-                serde_json::from_value(serde_json::json!({"metadata": {"name": "fleet-local"}}))
-                    .unwrap();
-            nss.create(&PostParams::default(), &ns).await.unwrap();
-            let bundles: Api<Bundle> = Api::namespaced(client.clone(), "fleet-local");
-            for _ in 0..50 {
-                if bundles.list(&ListParams::default()).await.is_ok() {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-            let built =
-                fleet_bundle::create_bundles(repo.path(), "r", &["a".into()], &opts).unwrap();
-            apply_bundles(client.clone(), "r", "fleet-local", built)
-                .await
-                .unwrap();
-            let a = bundles.get("r-a").await.unwrap();
-            assert_eq!(a.spec.values_hash.len(), 64);
-            assert!(
-                a.spec
-                    .options
-                    .helm
-                    .as_ref()
-                    .and_then(|h| h.values.as_ref())
-                    .is_none(),
-                "values moved to the Secret"
-            );
-            let secrets: Api<Secret> = Api::namespaced(client.clone(), "fleet-local");
-            let s = secrets.get("r-a").await.unwrap();
-            assert_eq!(
-                s.type_.as_deref(),
-                Some(fleet_api::keys::SECRET_TYPE_BUNDLE_VALUES)
-            );
-            assert!(s.data.unwrap().contains_key("values.yaml"));
-            // Same repo, other path: r-a is pruned and its overlapping ConfigMap recorded.
-            let built =
-                fleet_bundle::create_bundles(repo.path(), "r", &["b".into()], &opts).unwrap();
-            apply_bundles(client.clone(), "r", "fleet-local", built.clone())
-                .await
-                .unwrap();
-            assert!(bundles.get_opt("r-a").await.unwrap().is_none());
-            let b = bundles.get("r-b").await.unwrap();
-            assert_eq!(b.spec.options.overwrites.len(), 1);
-            // Re-applying updates in place.
-            apply_bundles(client.clone(), "r", "fleet-local", built)
-                .await
-                .unwrap();
-            assert_eq!(
-                bundles
-                    .list(&ListParams::default())
-                    .await
-                    .unwrap()
-                    .items
-                    .len(),
-                1
-            );
-        });
-        let _ = child.kill();
-        let _ = child.wait();
-        result
-    }
-}
-
 /// Online mode: create/update the Bundles (values in the values Secret) and prune stale ones.
 fn apply_online(
     kubeconfig: Option<&std::path::Path>,
@@ -618,4 +478,143 @@ pub async fn apply_bundles(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_parse() {
+        let l = parse_labels(&["a=b,c=d".into(), "e=f=g".into()]).unwrap();
+        assert_eq!(l["a"], "b");
+        assert_eq!(l["c"], "d");
+        assert_eq!(l["e"], "f=g");
+        assert!(parse_labels(&["nope".into()]).is_err());
+    }
+
+    /// End to end against our embedded API server (`fleet server`), when the binary is built.
+    #[test]
+    fn online_apply_creates_updates_and_prunes() {
+        use fleet_api::Bundle;
+        use k8s_openapi::api::core::v1::{Namespace, Secret};
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+        use kube::api::{Api, ListParams, PostParams};
+        use std::io::BufRead;
+
+        let bin = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().and_then(|d| d.parent()).map(|d| d.join("fleet")))
+            .filter(|p| p.exists());
+        let Some(bin) = bin else {
+            println!("skipping: the fleet binary is not built next to the test executable");
+            return;
+        };
+        let data = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(&bin)
+            .args(["server", "--data-dir"])
+            .arg(data.path())
+            .args(["--listen", "127.0.0.1:0"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("ready "), "{line}");
+        let repo = tempfile::tempdir().unwrap();
+        for d in ["a", "b"] {
+            std::fs::create_dir_all(repo.path().join(d)).unwrap();
+            std::fs::write(
+                repo.path().join(d).join("fleet.yaml"),
+                "helm:\n  values: {replicas: 2}\n",
+            )
+            .unwrap();
+            std::fs::write(
+                repo.path().join(d).join("cm.yaml"),
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n",
+            )
+            .unwrap();
+        }
+        let mut opts = ApplyOptions::default();
+        opts.labels
+            .insert(fleet_api::keys::REPO_LABEL.into(), "r".into());
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let kc = kube::config::Kubeconfig::read_from(data.path().join("kubeconfig")).unwrap();
+            let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                .await
+                .unwrap();
+            let client = kube::Client::try_from(cfg).unwrap();
+            let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+            for c in fleet_api::crds::all() {
+                crds.create(&PostParams::default(), &c).await.unwrap();
+            }
+            let nss: Api<Namespace> = Api::all(client.clone());
+            let ns: Namespace =
+                serde_json::from_value(serde_json::json!({"metadata": {"name": "fleet-local"}}))
+                    .unwrap();
+            nss.create(&PostParams::default(), &ns).await.unwrap();
+            let bundles: Api<Bundle> = Api::namespaced(client.clone(), "fleet-local");
+            for _ in 0..50 {
+                if bundles.list(&ListParams::default()).await.is_ok() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            let built =
+                fleet_bundle::create_bundles(repo.path(), "r", &["a".into()], &opts).unwrap();
+            apply_bundles(client.clone(), "r", "fleet-local", built)
+                .await
+                .unwrap();
+            let a = bundles.get("r-a").await.unwrap();
+            assert_eq!(a.spec.values_hash.len(), 64);
+            assert!(
+                a.spec
+                    .options
+                    .helm
+                    .as_ref()
+                    .and_then(|h| h.values.as_ref())
+                    .is_none(),
+                "values moved to the Secret"
+            );
+            let secrets: Api<Secret> = Api::namespaced(client.clone(), "fleet-local");
+            let s = secrets.get("r-a").await.unwrap();
+            assert_eq!(
+                s.type_.as_deref(),
+                Some(fleet_api::keys::SECRET_TYPE_BUNDLE_VALUES)
+            );
+            assert!(s.data.unwrap().contains_key("values.yaml"));
+            // Same repo, other path: r-a is pruned and its overlapping ConfigMap recorded.
+            let built =
+                fleet_bundle::create_bundles(repo.path(), "r", &["b".into()], &opts).unwrap();
+            apply_bundles(client.clone(), "r", "fleet-local", built.clone())
+                .await
+                .unwrap();
+            assert!(bundles.get_opt("r-a").await.unwrap().is_none());
+            let b = bundles.get("r-b").await.unwrap();
+            assert_eq!(b.spec.options.overwrites.len(), 1);
+            // Re-applying updates in place.
+            apply_bundles(client.clone(), "r", "fleet-local", built)
+                .await
+                .unwrap();
+            assert_eq!(
+                bundles
+                    .list(&ListParams::default())
+                    .await
+                    .unwrap()
+                    .items
+                    .len(),
+                1
+            );
+        });
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }

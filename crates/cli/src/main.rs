@@ -5,11 +5,11 @@ use clap::{Parser, Subcommand};
 mod apply_cmd;
 mod bench;
 mod install_cmd;
-mod target_cmd;
-mod test_cmd;
 mod kustomize_cmd;
 mod server;
+mod target_cmd;
 mod template_cmd;
+mod test_cmd;
 
 #[derive(Parser)]
 #[command(name = "fleet", version, about = "GitOps at scale for Kubernetes")]
@@ -29,7 +29,7 @@ enum Command {
     /// Build a kustomization like `kustomize build DIR`.
     Kustomize(kustomize_cmd::KustomizeArgs),
     /// Build Bundles from directories; print them (`-o`) or apply them to a cluster.
-    Apply(apply_cmd::ApplyArgs),
+    Apply(Box<apply_cmd::ApplyArgs>),
     /// Print the BundleDeployments a bundle would produce for given clusters.
     Target(target_cmd::TargetArgs),
     /// Render a bundle for a hypothetical cluster.
@@ -50,7 +50,7 @@ fn main() -> anyhow::Result<()> {
         Command::Template(args) => template_cmd::run(args),
         Command::Kustomize(args) => kustomize_cmd::run(args),
         Command::Install(args) => install_cmd::run(args),
-        Command::Apply(args) => apply_cmd::run(args),
+        Command::Apply(args) => apply_cmd::run(*args),
         Command::Target(args) => target_cmd::run(args),
         Command::Test(args) => test_cmd::run(args),
     }

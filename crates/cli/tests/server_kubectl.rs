@@ -413,3 +413,147 @@ fn kubectl_get_watch_sees_changes() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+const SMP_V1: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: smp, namespace: default}
+spec:
+  selector: {matchLabels: {app: smp}}
+  template:
+    metadata: {labels: {app: smp}}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.25
+        env: [{name: KEEP, value: "1"}, {name: DROP, value: "2"}]
+        ports: [{containerPort: 80, protocol: TCP, name: http}, {containerPort: 9090, protocol: TCP, name: metrics}]
+"#;
+
+// A container added, an env var removed, a port changed (9090 -> 9191).
+const SMP_V2: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: smp, namespace: default}
+spec:
+  selector: {matchLabels: {app: smp}}
+  template:
+    metadata: {labels: {app: smp}}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.25
+        env: [{name: KEEP, value: "1"}]
+        ports: [{containerPort: 80, protocol: TCP, name: http}, {containerPort: 9191, protocol: TCP, name: metrics}]
+      - name: sidecar
+        image: busybox:1.36
+"#;
+
+/// kubectl's client-side apply sends a strategic merge patch computed from last-applied, the new
+/// file and the live object; the server must merge it as Kubernetes documents: containers by name,
+/// ports by containerPort(+protocol), env by name, removed fields gone, fields others set kept.
+#[test]
+fn kubectl_reapply_merges_strategically() {
+    let Some((_dir, _srv, k)) = setup() else {
+        return;
+    };
+    k.apply(SMP_V1, &[]);
+    // Someone else (not in the applied file) sets fields the next apply must keep.
+    k.ok(&[
+        "patch", "deployment", "smp", "--type", "strategic", "-p",
+        r#"{"metadata":{"labels":{"owner":"ops"}},"spec":{"template":{"spec":{"containers":[{"name":"app","resources":{"limits":{"memory":"64Mi"}}}]}}}}"#,
+    ]);
+    k.apply(SMP_V2, &[]);
+    let d = k.json(&["get", "deployment", "smp"]);
+    let containers = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers");
+    let names: Vec<&str> = containers
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["app", "sidecar"],
+        "containers merged by name, sidecar added: {d}"
+    );
+    let app = &containers[0];
+    assert_eq!(
+        app["env"],
+        serde_json::json!([{"name": "KEEP", "value": "1"}]),
+        "env DROP removed"
+    );
+    let ports: Vec<i64> = app["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .filter_map(|p| p["containerPort"].as_i64())
+        .collect();
+    assert_eq!(
+        ports,
+        [80, 9191],
+        "port 9090 replaced by 9191, 80 kept: {app}"
+    );
+    assert_eq!(
+        app["resources"]["limits"]["memory"], "64Mi",
+        "a field set by someone else is kept"
+    );
+    assert_eq!(
+        d["metadata"]["labels"]["owner"], "ops",
+        "a label set by someone else is kept"
+    );
+}
+
+/// kubectl's typed `create` subcommands send protobuf bodies.
+#[test]
+fn kubectl_create_subcommands_send_protobuf() {
+    let Some((_dir, _srv, k)) = setup() else {
+        return;
+    };
+    k.ok(&["create", "namespace", "pb"]);
+    k.ok(&[
+        "-n",
+        "pb",
+        "create",
+        "configmap",
+        "cm",
+        "--from-literal=a=b",
+    ]);
+    k.ok(&[
+        "-n",
+        "pb",
+        "create",
+        "secret",
+        "generic",
+        "s",
+        "--from-literal=x=y",
+    ]);
+    k.ok(&[
+        "-n",
+        "pb",
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx",
+        "--replicas=0",
+        "--port=80",
+    ]);
+    k.ok(&["-n", "pb", "create", "serviceaccount", "robot"]);
+    assert_eq!(
+        k.json(&["-n", "pb", "get", "configmap", "cm"])["data"]["a"],
+        "b"
+    );
+    assert_eq!(
+        k.json(&["-n", "pb", "get", "secret", "s"])["data"]["x"],
+        "eQ=="
+    );
+    let d = k.json(&["-n", "pb", "get", "deployment", "web"]);
+    assert_eq!(
+        d["spec"]["replicas"], 0,
+        "a pointer field's zero survives protobuf: {d}"
+    );
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"],
+        80
+    );
+}

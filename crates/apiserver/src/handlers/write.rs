@@ -54,6 +54,7 @@ pub async fn update(
 ) -> ApiResult<Response> {
     let bytes = read_body(body).await?;
     let obj = decode_object(&bytes, &content_type(headers))?;
+    crate::ops::check_name_matches(&obj, name)?;
     if sub == Some("scale") {
         let w = crate::patch::write_scale(srv, info, ns, name, &obj, q.dry_run).await?;
         return Ok(json_response(200, w));
