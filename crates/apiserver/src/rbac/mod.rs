@@ -5,6 +5,21 @@
 //! events, and indexed by subject so that a request's decision costs a few hash lookups for the
 //! user's name and groups, never a scan of all bindings. It knows nothing of the store or HTTP:
 //! the REST layer turns a request into [`Attributes`] and a Status from a [`Decision`].
+//!
+//! Not yet wired into request handling. The plan:
+//! 1. `ApiServer` holds the authorizer behind a lock; on first start it creates
+//!    [`bootstrap_objects`], then lists and watches roles, clusterroles, rolebindings and
+//!    clusterrolebindings, feeding added/modified events to `apply` and deleted ones to `remove`.
+//! 2. After authentication every request becomes [`Attributes`] (GET one → `get`, GET collection →
+//!    `list`, `?watch` → `watch`, POST → `create`, PUT → `update`, PATCH → `patch`, DELETE one →
+//!    `delete`, DELETE collection → `deletecollection`; non-resource paths → lower-cased method +
+//!    path); a denial is a 403 Status with reason `Forbidden` and `Attributes::forbidden_message`.
+//! 3. Writes of RBAC objects call [`validate`] (422) and then `check_role_write` /
+//!    `check_binding_write` (403 naming the missing rules).
+//! 4. `auth.rs` sends three-part bearer tokens to `satoken::SigningKey::authenticate` (uid lookups
+//!    through the store) before the static admin token; `serviceaccounts/NAME/token` answers with
+//!    `satoken::token_request_status`; Secrets of type `kubernetes.io/service-account-token` get
+//!    `data.token` from `sign_legacy`.
 
 mod bootstrap;
 mod rule;
