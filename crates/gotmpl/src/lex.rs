@@ -123,10 +123,22 @@ fn is_alnum(c: char) -> bool {
     c == '_' || c.is_alphanumeric()
 }
 
-/// Tokenizes the whole input (the parser wants lookahead; templates are small).
-pub(crate) fn lex(input: &str) -> Vec<Item> {
+/// Go's default action delimiters.
+pub(crate) const DEFAULT_LEFT: &str = "{{";
+/// Go's default right delimiter.
+pub(crate) const DEFAULT_RIGHT: &str = "}}";
+
+/// Tokenizes the whole input (the parser wants lookahead; templates are small) with the given
+/// action delimiters (Go's `Delims`; an empty one means the default).
+pub(crate) fn lex(input: &str, left: &str, right: &str) -> Vec<Item> {
     let mut l = Lexer {
         input,
+        left: if left.is_empty() { DEFAULT_LEFT } else { left },
+        right: if right.is_empty() {
+            DEFAULT_RIGHT
+        } else {
+            right
+        },
         pos: 0,
         start: 0,
         line: 1,
@@ -140,6 +152,8 @@ pub(crate) fn lex(input: &str) -> Vec<Item> {
 
 struct Lexer<'a> {
     input: &'a str,
+    left: &'a str,
+    right: &'a str,
     pos: usize,
     start: usize,
     line: usize,
@@ -147,9 +161,6 @@ struct Lexer<'a> {
     items: Vec<Item>,
     paren_depth: i32,
 }
-
-const LEFT: &str = "{{";
-const RIGHT: &str = "}}";
 
 impl<'a> Lexer<'a> {
     fn rest(&self) -> &'a str {
@@ -211,10 +222,10 @@ impl<'a> Lexer<'a> {
         loop {
             // lexText
             let rest = self.rest();
-            match rest.find(LEFT) {
+            match rest.find(self.left) {
                 Some(x) => {
                     let delim_pos = self.pos + x;
-                    let after = self.input.get(delim_pos + LEFT.len()..).unwrap_or("");
+                    let after = self.input.get(delim_pos + self.left.len()..).unwrap_or("");
                     let trim = has_left_trim(after);
                     let mut text_end = delim_pos;
                     if trim {
@@ -257,10 +268,10 @@ impl<'a> Lexer<'a> {
     fn at_right_delim(&self) -> (bool, bool) {
         let r = self.rest();
         let b = r.as_bytes();
-        if b.len() >= 2 && is_space(b[0]) && b[1] == b'-' && r[2..].starts_with(RIGHT) {
+        if b.len() >= 2 && is_space(b[0]) && b[1] == b'-' && r[2..].starts_with(self.right) {
             return (true, true);
         }
-        if r.starts_with(RIGHT) {
+        if r.starts_with(self.right) {
             return (true, false);
         }
         (false, false)
@@ -268,7 +279,7 @@ impl<'a> Lexer<'a> {
 
     /// Returns false when lexing must stop (error emitted).
     fn lex_left_delim(&mut self) -> bool {
-        self.skip(LEFT.len());
+        self.skip(self.left.len());
         let trim = has_left_trim(self.rest());
         let after_marker = if trim { 2 } else { 0 };
         if self
@@ -305,7 +316,7 @@ impl<'a> Lexer<'a> {
         if trim {
             self.skip(2);
         }
-        self.skip(RIGHT.len());
+        self.skip(self.right.len());
         if trim {
             let n = left_trim_len(self.rest());
             self.skip(n);
@@ -330,7 +341,7 @@ impl<'a> Lexer<'a> {
             self.skip(2);
             self.ignore();
         }
-        self.skip(RIGHT.len());
+        self.skip(self.right.len());
         self.emit(T::RightDelim);
         if trim {
             let n = left_trim_len(self.rest());
@@ -371,7 +382,7 @@ impl<'a> Lexer<'a> {
                     if tb.len() >= 2
                         && is_space(tb[0])
                         && tb[1] == b'-'
-                        && tail[2..].starts_with(RIGHT)
+                        && tail[2..].starts_with(self.right)
                     {
                         // backup before the last space
                         self.pos = back;
@@ -468,15 +479,12 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// Go's atTerminator: space, punctuation that may follow an operand, or the right delimiter.
     fn at_terminator(&self) -> bool {
         match self.peek() {
             None => true,
-            Some(c) => {
-                matches!(
-                    c,
-                    ' ' | '\t' | '\r' | '\n' | '.' | ',' | '|' | ':' | ')' | '(' | '}'
-                )
-            }
+            Some(' ' | '\t' | '\r' | '\n' | '.' | ',' | '|' | ':' | ')' | '(') => true,
+            Some(_) => self.rest().starts_with(self.right),
         }
     }
 

@@ -67,6 +67,7 @@ pub struct Templates {
     pub(crate) funcs: Arc<HashMap<String, funcs::Func>>,
     pub(crate) missing: MissingKey,
     pub(crate) set_name: String,
+    pub(crate) delims: (String, String),
 }
 
 impl Default for Templates {
@@ -93,12 +94,29 @@ impl Templates {
             funcs: funcs::default_funcs(),
             missing: MissingKey::Default,
             set_name: "gotpl".to_string(),
+            delims: (String::new(), String::new()),
         }
     }
 
     /// Go's Option("missingkey=zero|error|default"). Helm uses "missingkey=zero" (and error for strict).
     pub fn missing_key(&mut self, mode: MissingKey) -> &mut Self {
         self.missing = mode;
+        self
+    }
+
+    /// Go's `Delims(left, right)`: the action delimiters used by later [`Templates::parse`] calls
+    /// (an empty string means Go's default `{{` / `}}`). Fleet renders values with `${` `}` so
+    /// that templates stay valid YAML in fleet.yaml. Trim markers (`${- ` / ` -}`) and comments
+    /// (`${/* */}`) follow the chosen delimiters, as in Go.
+    pub fn delims(&mut self, left: &str, right: &str) -> &mut Self {
+        self.delims = (left.to_string(), right.to_string());
+        self
+    }
+
+    /// Removes a template function (Fleet drops `env`, `include`, `tpl`... for values templating).
+    /// Parsing a template that calls it then fails with Go's `function "x" not defined`.
+    pub fn remove_func(&mut self, name: &str) -> &mut Self {
+        Arc::make_mut(&mut self.funcs).remove(name);
         self
     }
 
@@ -140,8 +158,9 @@ impl Templates {
     pub fn parse(&mut self, name: &str, text: &str) -> Result<(), Error> {
         let funcs = self.funcs.clone();
         let has = move |n: &str| funcs.contains_key(n);
+        let delims = (self.delims.0.as_str(), self.delims.1.as_str());
         let trees = stacker::maybe_grow(64 * 1024, 4 * 1024 * 1024, || {
-            parse::parse(name, text, &has)
+            parse::parse(name, text, &has, delims)
         })?;
         for t in trees {
             // Go's associate: an empty redefinition never replaces an existing template.

@@ -277,8 +277,9 @@ pub(crate) fn parse(
     name: &str,
     text: &str,
     funcs: &dyn Fn(&str) -> bool,
+    delims: (&str, &str),
 ) -> Result<Vec<Tree>, Error> {
-    let items: Vec<Item> = lex(text)
+    let items: Vec<Item> = lex(text, delims.0, delims.1)
         .into_iter()
         .filter(|i| i.t != T::Comment)
         .collect();
