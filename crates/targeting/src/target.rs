@@ -298,12 +298,17 @@ pub fn targets(
         let (options, id) = match &entry.id {
             Some(id) => {
                 let labelled = labels.keys().any(|k| crate::values::usable_label(k));
-                if entry.opts.helm.is_none() && labelled {
+                if labelled {
+                    // Upstream normalises options for labelled clusters (helm block and values
+                    // map always present); computed once per cache entry.
                     let q = entry.quirk.get_or_insert_with(|| {
                         let mut o = (*entry.opts).clone();
-                        o.helm = Some(Default::default());
-                        let qid = deployment_id(manifest_id, &o);
-                        (Arc::new(o), qid)
+                        if crate::values::normalize_for_labelled(&mut o) {
+                            let qid = deployment_id(manifest_id, &o);
+                            (Arc::new(o), qid)
+                        } else {
+                            (entry.opts.clone(), id.clone())
+                        }
                     });
                     (q.0.clone(), q.1.clone())
                 } else {
@@ -312,11 +317,14 @@ pub fn targets(
             }
             None => {
                 let mut o = (*entry.opts).clone();
-                crate::values::preprocess(&mut o, labels).map_err(|e| {
+                let cluster = &fleet.clusters[ci];
+                crate::values::preprocess(&mut o, cluster).map_err(|e| {
                     format!(
-                        "cluster {} in namespace {}: {e}",
+                        "bundle {}/{}: cluster {}/{}: {e}",
+                        ns(&bundle.metadata),
+                        name(&bundle.metadata),
+                        ns(&cluster.metadata),
                         view.name,
-                        ns(&fleet.clusters[ci].metadata)
                     )
                 })?;
                 let id = deployment_id(manifest_id, &o);
@@ -545,6 +553,61 @@ mod tests {
         assert_eq!(v, json!({"base": 1, "c1": 1, "c2": 1}), "AllMatches");
         assert_eq!(t[2].options.namespace, "eu");
         assert_ne!(t[1].deployment_id, t[2].deployment_id);
+    }
+
+    #[test]
+    fn per_cluster_templated_values() {
+        let f = fleet();
+        let b = bundle(json!({
+            "helm": {"values": {"env": "${ .ClusterLabels.env }", "name": "${ .ClusterName }"},
+                     "templateValues": {"n": "${ len .ClusterLabels }"}},
+            "targets": [{"name": "all", "clusterSelector": {"matchLabels": {"env": "prod"}}}]
+        }));
+        let t = targets(&b, &f, "s-x", &mut Stats::default()).unwrap();
+        let v = |i: usize| {
+            serde_json::Value::Object(t[i].options.helm.clone().unwrap().values.unwrap())
+        };
+        assert_eq!(v(0), json!({"env": "prod", "name": "prod1", "n": 2}));
+        assert_eq!(v(1), json!({"env": "prod", "name": "prod2", "n": 2}));
+        assert_eq!(
+            t[0].options.helm.as_ref().unwrap().template_values.len(),
+            1,
+            "templateValues stay in the options, as upstream"
+        );
+        assert_ne!(t[0].deployment_id, t[1].deployment_id);
+
+        // A helm block without values gets an empty values map on labelled clusters only.
+        let b = bundle(json!({"helm": {"releaseName": "r"},
+                              "targets": [{"name": "all", "clusterGroup": "all"}]}));
+        let t = targets(&b, &f, "s-x", &mut Stats::default()).unwrap();
+        let has_values: Vec<_> = t
+            .iter()
+            .map(|t| {
+                (
+                    name(&f.clusters[t.cluster].metadata).to_string(),
+                    t.options.helm.as_ref().unwrap().values.is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            has_values,
+            [
+                ("dev1".to_string(), true),
+                ("none".to_string(), false),
+                ("prod1".to_string(), true),
+                ("prod2".to_string(), true)
+            ]
+        );
+
+        let b = bundle(json!({
+            "helm": {"values": {"r": "${ .ClusterLabels.region }"}},
+            "targets": [{"name": "all", "clusterGroup": "prod"}]
+        }));
+        let err = targets(&b, &f, "s-x", &mut Stats::default()).unwrap_err();
+        assert!(
+            err.starts_with("bundle fleet-default/b: cluster fleet-default/prod1: failed to render helm values template: template: values:1:20: executing \"values\" at <.ClusterLabels.region>: map has no entry for key \"region\""),
+            "{err}"
+        );
     }
 
     #[test]
