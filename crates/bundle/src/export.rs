@@ -1,5 +1,5 @@
 //! `fleet apply -o`: objects as YAML the way wrangler's `yaml.Export` writes them — apiVersion
-//! and kind set, metadata reduced to name/namespace/labels/annotations (without
+//! and kind set, metadata reduced to name (or generateName)/namespace/labels/annotations (without
 //! `kubectl.kubernetes.io/*`), no status, keys sorted, documents separated by `---`.
 
 use serde::Serialize;
@@ -13,13 +13,22 @@ pub fn export_value<T: Serialize>(obj: &T) -> Result<Value, serde_json::Error> {
     if let Value::Object(m) = &mut v {
         m.remove("status");
         if let Some(Value::Object(meta)) = m.get_mut("metadata") {
-            meta.retain(|k, _| {
-                matches!(k.as_str(), "name" | "namespace" | "labels" | "annotations")
+            // generateName is kept only for objects without a name, as upstream does.
+            let named = meta
+                .get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty());
+            meta.retain(|k, _| match k.as_str() {
+                "name" | "namespace" | "labels" | "annotations" => true,
+                "generateName" => !named,
+                _ => false,
             });
-            if let Some(Value::Object(a)) = meta.get_mut("annotations") {
-                a.retain(|k, _| !k.starts_with("kubectl.kubernetes.io/"));
-                if a.is_empty() {
-                    meta.remove("annotations");
+            for key in ["annotations", "labels"] {
+                if let Some(Value::Object(a)) = meta.get_mut(key) {
+                    a.retain(|k, _| !k.starts_with("kubectl.kubernetes.io/"));
+                    if a.is_empty() {
+                        meta.remove(key);
+                    }
                 }
             }
         }

@@ -1,14 +1,20 @@
 //! `fleet test [PATH]`: reads a bundle like `fleet apply`, matches it against a hypothetical
-//! cluster (name, labels, group), merges the options and prints the objects that would be
-//! deployed. Raw-YAML (with overlays) and kustomize bundles render; Helm-chart bundles report
-//! that chart rendering is not wired here yet.
+//! cluster (name, labels, group), merges the options, applies per-cluster values templating
+//! (`global.fleet.clusterLabels.*`, `${ }`), and prints the objects an agent would deploy:
+//! the bundle becomes a Helm chart (its own chart, a fetched `.chart/<sha>` chart, or one
+//! synthesised from `templates/` and raw YAML), is rendered by Helm, post-rendered by kustomize
+//! when the bundle has a kustomization, gets the raw-YAML objects appended and the objectset
+//! labels, and is printed the way upstream's `yaml.Export` writes objects.
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use anyhow::{Context, anyhow, bail};
 use clap::Args;
-use fleet_api::{Bundle, Cluster, ClusterGroup};
+use fleet_api::{Bundle, BundleDeploymentOptions, Cluster, ClusterGroup};
+use fleet_render::helm::chart::File as ChartFile;
 use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
 
@@ -45,7 +51,10 @@ pub struct TestArgs {
     pub quiet: bool,
 }
 
-/// Everything `fleet test` prints on stdout, plus the matched target name.
+/// Kubernetes version upstream's `fleet test` renders for (helmdeployer's template default).
+const KUBE_VERSION: &str = "v1.25.0";
+
+/// Everything `fleet test` prints on stdout, plus the matched target name ("" = no match).
 pub fn render(a: &TestArgs) -> anyhow::Result<(String, String)> {
     let cwd = std::env::current_dir()?;
     let dir = a.path.clone().unwrap_or_else(|| ".".into());
@@ -63,10 +72,10 @@ pub fn render(a: &TestArgs) -> anyhow::Result<(String, String)> {
 
     let labels = crate::apply_cmd::parse_labels(&a.label)?;
     let group_labels = crate::apply_cmd::parse_labels(&a.group_label)?;
-    let group = a
-        .group
-        .clone()
-        .or_else(|| (a.label.is_empty() && a.name == "local").then(|| "default".to_string()));
+    let group = a.group.clone().or_else(|| {
+        (a.label.is_empty() && a.group_label.is_empty() && a.target.is_none())
+            .then(|| "default".to_string())
+    });
     let cluster: Cluster = serde_json::from_value(json!({
         "apiVersion": fleet_api::keys::API_VERSION, "kind": "Cluster",
         "metadata": {"name": a.name, "namespace": "fleet-local", "labels": labels}, "spec": {}
@@ -92,85 +101,286 @@ pub fn render(a: &TestArgs) -> anyhow::Result<(String, String)> {
     }
     let fleet = fleet_targeting::Fleet::new(vec![cluster], groups, vec![]);
     let mid = fleet_targeting::manifest_id(&bundle);
+    let fleet_yaml = Path::new(&dir).join(a.bundle_file.as_deref().unwrap_or("fleet.yaml"));
     let targets = fleet_targeting::targets(
         &bundle,
         &fleet,
         &mid,
         &mut fleet_targeting::Stats::default(),
     )
-    .map_err(anyhow::Error::msg)?;
+    .map_err(|e| anyhow!("{}: {e}", fleet_yaml.display()))?;
     let Some(t) = targets.first() else {
         return Ok((String::new(), String::new()));
     };
-    let objs = objects(&bundle, &cwd.join(&dir), &t.options)?;
+    let name = bundle.metadata.name.clone().unwrap_or_default();
+    let objs = deploy_objects(&bundle.spec.resources, &name, &mid, &t.options)
+        .with_context(|| format!("rendering bundle {dir}"))?;
     Ok((stream(&objs)?, t.target_name.clone()))
 }
 
-fn objects(
-    bundle: &Bundle,
-    dir: &std::path::Path,
-    opts: &fleet_api::BundleDeploymentOptions,
-) -> anyhow::Result<Vec<Value>> {
-    let mut files = BTreeMap::new();
-    for r in &bundle.spec.resources {
-        files.insert(
-            r.name.clone(),
-            fleet_bundle::read::decode_resource(r).map_err(anyhow::Error::msg)?,
-        );
-    }
-    let chart = opts.helm.as_ref().map(|h| h.chart.as_str()).unwrap_or("");
-    let chart_yaml = if chart.is_empty() {
-        "Chart.yaml".to_string()
+/// Go's `filepath.Clean` for `/`-separated relative paths, then the leading `/` dropped
+/// (upstream's `joinAndClean`).
+fn clean_join(dir: &str, file: &str) -> String {
+    let joined = if dir.is_empty() {
+        file.to_string()
     } else {
-        format!("{}/Chart.yaml", chart.trim_end_matches('/'))
+        format!("{dir}/{file}")
     };
-    if files.contains_key(&chart_yaml) || files.keys().any(|k| k.starts_with(".chart/")) {
-        bail!(
-            "this bundle is a Helm chart; `fleet test` renders raw-YAML and kustomize bundles only for now (use `fleet template`)"
-        );
+    let mut out: Vec<&str> = Vec::new();
+    for part in joined.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if out.last().is_some_and(|l| *l != "..") {
+                    out.pop();
+                } else if !joined.starts_with('/') {
+                    out.push("..");
+                }
+            }
+            p => out.push(p),
+        }
     }
+    out.join("/")
+}
+
+/// Upstream's bundle style detection: where the chart's Chart.yaml is (if any) and whether
+/// the bundle is kustomize-style.
+struct Style {
+    chart_yaml: Option<String>,
+    kustomize: bool,
+}
+
+fn determine_style(files: &BTreeMap<String, Vec<u8>>, opts: &BundleDeploymentOptions) -> Style {
+    let (chart_path, external) = match &opts.helm {
+        None => ("Chart.yaml".to_string(), String::new()),
+        Some(h) => {
+            let p = if h.chart.is_empty() {
+                &h.repo
+            } else {
+                &h.chart
+            };
+            (
+                clean_join(p, "Chart.yaml"),
+                format!("{}/", fleet_bundle::chart::checksum_prefix(h)),
+            )
+        }
+    };
     let kdir = opts
         .kustomize
         .as_ref()
-        .map(|k| k.dir.clone())
-        .unwrap_or_default();
-    let kfile = if kdir.is_empty() {
+        .map(|k| k.dir.as_str())
+        .unwrap_or("");
+    let kpath = if kdir.is_empty() {
         "kustomization.yaml".to_string()
     } else {
-        format!("{}/kustomization.yaml", kdir.trim_end_matches('/'))
+        clean_join(kdir, "kustomization.yaml")
     };
-    let mut out = if files.contains_key(&kfile) {
-        let kd = if kdir.is_empty() {
-            dir.to_path_buf()
+    let mut st = Style {
+        chart_yaml: None,
+        kustomize: false,
+    };
+    for name in files.keys() {
+        if name.is_empty() {
+            continue;
+        }
+        if *name == chart_path {
+            st.chart_yaml = Some(chart_path.clone());
+        } else if !external.is_empty()
+            && let Some(rest) = name.strip_prefix(&external)
+        {
+            let parts: Vec<&str> = rest.split('/').collect();
+            if parts == ["Chart.yaml"] || (parts.len() == 2 && parts[1] == "Chart.yaml") {
+                st.chart_yaml = Some(name.clone());
+            }
+        } else if *name == kpath {
+            st.kustomize = true;
+        }
+    }
+    st
+}
+
+/// Go's `filepath.Dir` for `/`-separated paths.
+fn parent_dir(p: &str) -> &str {
+    p.rsplit_once('/').map(|(d, _)| d).unwrap_or(".")
+}
+
+/// What an agent deploys for a bundle's resources with these (per-cluster) options, as
+/// upstream's helmdeployer renders it in template mode (`fleet test`).
+pub fn deploy_objects(
+    resources: &[fleet_api::BundleResource],
+    bundle_id: &str,
+    manifest_id: &str,
+    opts: &BundleDeploymentOptions,
+) -> anyhow::Result<Vec<Value>> {
+    let mut files = BTreeMap::new();
+    for r in resources {
+        let data = fleet_bundle::read::decode_resource(r)
+            .map_err(|e| anyhow!("resource {}: {e}", r.name))?;
+        files.insert(r.name.clone(), data);
+    }
+    let style = determine_style(&files, opts);
+    let helm = opts.helm.clone().unwrap_or_default();
+
+    // The bundle as a chart: the chart directory moved to the root, or templates/ and raw
+    // YAML of a raw-YAML bundle; nothing for a kustomize bundle.
+    let mut chart_files: Vec<(String, Vec<u8>)> = Vec::new();
+    if let Some(cy) = &style.chart_yaml {
+        let from = parent_dir(cy);
+        let prefix = if from == "." {
+            String::new()
         } else {
-            dir.join(&kdir)
+            format!("{from}/")
         };
-        fleet_render::kustomize::build(&kd).map_err(|e| anyhow::anyhow!("{}: {e}", kd.display()))?
-    } else {
+        for (n, d) in &files {
+            if let Some(rest) = n.strip_prefix(&prefix) {
+                chart_files.push((rest.to_string(), d.clone()));
+            }
+        }
+    } else if !style.kustomize {
         let overlays = opts
             .yaml
             .as_ref()
             .map(|y| y.overlays.clone())
             .unwrap_or_default();
-        let chart = fleet_render::rawyaml::prepare(&files, &overlays)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        if !chart.templates.is_empty() {
-            bail!(
-                "files under templates/ are Helm templates; `fleet test` does not render them yet"
-            );
-        }
-        fleet_render::rawyaml::raw_objects(&chart).map_err(|e| anyhow::anyhow!("{e}"))?
+        let layout =
+            fleet_render::rawyaml::prepare(&files, &overlays).map_err(|e| anyhow!("{e}"))?;
+        chart_files.extend(layout.templates);
+        chart_files.extend(layout.raw_files);
+    }
+    if style.chart_yaml.is_none() {
+        let chart_name = bundle_id.rsplit('/').next().unwrap_or(bundle_id);
+        chart_files.push((
+            "Chart.yaml".into(),
+            format!("apiVersion: v2\nname: {chart_name}\nversion: v0.0.0+{manifest_id}\n")
+                .into_bytes(),
+        ));
+    }
+    let raw_files: Vec<(String, Vec<u8>)> = chart_files
+        .iter()
+        .filter(|(n, _)| n.starts_with("raw-yaml/"))
+        .cloned()
+        .collect();
+    let mut chart = fleet_render::helm::chart::load_files(
+        chart_files
+            .into_iter()
+            .map(|(name, data)| ChartFile {
+                name,
+                data: Arc::from(data),
+            })
+            .collect(),
+    )
+    .map_err(|e| anyhow!("loading chart: {e}"))?;
+    let ann = &mut chart.metadata.annotations;
+    ann.insert(
+        "fleet.cattle.io/service-account".into(),
+        opts.service_account.clone(),
+    );
+    ann.insert("fleet.cattle.io/bundle-id".into(), bundle_id.into());
+    ann.insert("fleet.cattle.io/agent-namespace".into(), String::new());
+    ann.insert(
+        "fleet.cattle.io/keep-resources".into(),
+        opts.keep_resources.to_string(),
+    );
+
+    let namespace = if !opts.namespace.is_empty() {
+        opts.namespace.clone()
+    } else {
+        opts.default_namespace.clone()
     };
-    let set_id = format!("-{}", bundle.metadata.name.as_deref().unwrap_or(""));
+    let release_name = if helm.release_name.is_empty() {
+        fleet_api::names::helm_release_name(bundle_id)
+    } else {
+        helm.release_name.clone()
+    };
+    let values = match fleet_render::helm::values::floatify(Value::Object(
+        helm.values.clone().unwrap_or_default(),
+    )) {
+        Value::Object(m) => m,
+        _ => Default::default(),
+    };
+    let topts = fleet_render::helm::TemplateOptions {
+        release_name,
+        namespace,
+        kube_version: Some(KUBE_VERSION.into()),
+        ..Default::default()
+    };
+    let rendered =
+        fleet_render::helm::template(&chart, &values, &topts).map_err(|e| anyhow!("{e}"))?;
+
+    // Helm's release manifest: hooks are not part of it.
+    let mut manifest = String::new();
+    let mut objs = Vec::new();
+    for doc in fleet_render::helm::manifests::split_manifests(&rendered) {
+        let source = doc
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# Source: "))
+            .unwrap_or("")
+            .to_string();
+        let mut found = Vec::new();
+        for node in fleet_render::kustomize::yamlin::parse_documents(
+            &doc,
+            fleet_render::kustomize::yamlin::Schema::V11,
+        )
+        .map_err(|e| anyhow!("{source}: line {}: {}", e.line, e.msg))?
+        {
+            push_objects(node.to_json(), &source, &mut found)?;
+        }
+        if found.iter().any(is_hook) {
+            continue;
+        }
+        manifest.push_str("---\n");
+        manifest.push_str(&doc);
+        manifest.push('\n');
+        objs.extend(found);
+    }
+
+    // Kustomize post-render when the bundle holds a kustomization.
+    let kustomizable = files.keys().any(|n| {
+        n.ends_with("kustomization.yaml")
+            || n.ends_with("kustomization.yml")
+            || n.ends_with("Kustomization")
+    });
+    if kustomizable {
+        let kdir = opts
+            .kustomize
+            .as_ref()
+            .map(|k| k.dir.as_str())
+            .unwrap_or("");
+        let text = if objs.is_empty() {
+            ""
+        } else {
+            manifest.as_str()
+        };
+        if let Some(k) = fleet_render::kustomize::post_render(&files, kdir, text)
+            .map_err(|e| anyhow!("kustomize: {e}"))?
+        {
+            objs = k;
+        }
+    }
+
+    // Raw YAML files of the chart, not templated.
+    let raw = fleet_render::rawyaml::RawYamlChart {
+        templates: Vec::new(),
+        raw_files,
+    };
+    objs.extend(fleet_render::rawyaml::raw_objects(&raw).map_err(|e| anyhow!("{e}"))?);
+
+    let set_id = fleet_api::names::safe_concat_name(&["", bundle_id]);
     let hash = hex(&Sha1::digest(set_id.as_bytes()));
-    for o in &mut out {
-        let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) else {
+    for o in &mut objs {
+        let is_crd = o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition");
+        let Some(meta) = o
+            .as_object_mut()
+            .map(|m| m.entry("metadata").or_insert_with(|| json!({})))
+            .and_then(Value::as_object_mut)
+        else {
             continue;
         };
-        if !opts.namespace.is_empty() {
-            meta.insert("namespace".into(), Value::String(opts.namespace.clone()));
-        }
         let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        if !labels.is_object() {
+            *labels = json!({});
+        }
         if let Some(l) = labels.as_object_mut() {
             l.insert(
                 fleet_api::keys::OBJECTSET_HASH_LABEL.into(),
@@ -178,39 +388,100 @@ fn objects(
             );
         }
         let ann = meta.entry("annotations").or_insert_with(|| json!({}));
+        if !ann.is_object() {
+            *ann = json!({});
+        }
         if let Some(an) = ann.as_object_mut() {
             an.insert(
                 fleet_api::keys::OBJECTSET_ID_ANNOTATION.into(),
                 Value::String(set_id.clone()),
             );
+            if is_crd && !opts.delete_crd_resources {
+                an.insert("helm.sh/resource-policy".into(), json!("keep"));
+            }
         }
-        fleet_api::fleetyaml::sort_keys(o);
+        if !opts.namespace.is_empty() {
+            meta.insert("namespace".into(), Value::String(opts.namespace.clone()));
+        }
     }
-    Ok(out)
+    Ok(objs)
+}
+
+/// Whether a rendered object is a Helm hook (not part of the release manifest).
+fn is_hook(o: &Value) -> bool {
+    o.pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .is_some_and(|a| a.contains_key("helm.sh/hook"))
+}
+
+/// Upstream's `yaml.ToObjects` for one document: empty documents are skipped, `*List` kinds
+/// flattened, and an object without kind is an error.
+fn push_objects(v: Value, source: &str, out: &mut Vec<Value>) -> anyhow::Result<()> {
+    match &v {
+        Value::Null => return Ok(()),
+        Value::Object(m) if m.is_empty() => return Ok(()),
+        Value::Object(_) => {}
+        other => bail!(
+            "{source}: expected a Kubernetes object, got {}",
+            match other {
+                Value::Array(_) => "a list",
+                _ => "a scalar",
+            }
+        ),
+    }
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind.is_empty() {
+        bail!("{source}: Object 'Kind' is missing in the rendered manifest");
+    }
+    if kind.ends_with("List")
+        && let Some(Value::Array(items)) = v.get("items")
+    {
+        for it in items.clone() {
+            push_objects(it, source, out)?;
+        }
+        return Ok(());
+    }
+    out.push(v);
+    Ok(())
 }
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// Upstream's `yaml.Export`: each object cleaned for export, documents joined by `\n---\n`.
 fn stream(objs: &[Value]) -> anyhow::Result<String> {
-    let docs: Vec<String> = objs
-        .iter()
-        .map(|o| fleet_bundle::export::to_yaml_stream(std::slice::from_ref(o)))
-        .collect::<Result<_, _>>()
-        .map_err(anyhow::Error::msg)?;
+    let mut docs = Vec::with_capacity(objs.len());
+    for o in objs {
+        let has_name = ["name", "generateName"].iter().any(|k| {
+            o.pointer(&format!("/metadata/{k}"))
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.is_empty())
+        });
+        if !has_name {
+            bail!(
+                "either name or generateName must be set on obj: {} {}",
+                o.get("apiVersion").and_then(Value::as_str).unwrap_or(""),
+                o.get("kind").and_then(Value::as_str).unwrap_or("")
+            );
+        }
+        let v = fleet_bundle::export::export_value(o)?;
+        docs.push(
+            fleet_bundle::export::to_yaml_stream(std::slice::from_ref(&v))
+                .map_err(anyhow::Error::msg)?,
+        );
+    }
     Ok(docs.join("\n---\n"))
 }
 
 /// Runs `fleet test`.
 pub fn run(a: TestArgs) -> anyhow::Result<()> {
     let (text, matched) = render(&a)?;
+    if matched.is_empty() {
+        bail!("no match found");
+    }
+    eprintln!("# Matched: {matched}");
     if !a.quiet {
-        if !matched.is_empty() {
-            eprintln!("# Matched: {matched}");
-        } else {
-            eprintln!("# No target matched");
-        }
         let mut o = std::io::stdout().lock();
         o.write_all(text.as_bytes())?;
         o.flush()?;
@@ -290,38 +561,28 @@ mod tests {
             return;
         }
         let exp = |p: &str| std::fs::read_to_string(data.join("tests/expected").join(p)).unwrap();
-        let (out, _) = render(&args(&data.join("single-cluster/manifests"), &[])).unwrap();
-        assert_eq!(
-            out.trim_end(),
-            exp("single-cluster/manifests/test-output.yaml").trim_end()
-        );
-        for env in ["dev", "test", "prod"] {
-            let (out, m) = render(&args(
-                &data.join("multi-cluster/manifests"),
-                &[&format!("env={env}")],
-            ))
-            .unwrap();
-            assert_eq!(m, env);
+        // Offline examples (helm-external and helm-kustomize fetch charts from the internet).
+        for ex in ["manifests", "kustomize", "helm"] {
+            let (out, m) = render(&args(&data.join("single-cluster").join(ex), &[])).unwrap();
+            assert_eq!(m, "default");
             assert_eq!(
                 out.trim_end(),
-                exp(&format!("multi-cluster/manifests/{env}-output.yaml")).trim_end(),
-                "{env}"
+                exp(&format!("single-cluster/{ex}/test-output.yaml")).trim_end(),
+                "single-cluster/{ex}"
             );
-            // kustomize: same objects (upstream prints them in another order).
-            let (out, _) = render(&args(
-                &data.join("multi-cluster/kustomize"),
-                &[&format!("env={env}")],
-            ))
-            .unwrap();
-            let mut got: Vec<Value> = serde_saphyr::from_multiple(&out).unwrap();
-            let mut want: Vec<Value> = serde_saphyr::from_multiple(&exp(&format!(
-                "multi-cluster/kustomize/{env}-output.yaml"
-            )))
-            .unwrap();
-            let key = |v: &Value| format!("{}/{}", v["kind"], v["metadata"]["name"]);
-            got.sort_by_key(key);
-            want.sort_by_key(key);
-            assert_eq!(got, want, "kustomize {env}");
+            for env in ["dev", "test", "prod"] {
+                let (out, m) = render(&args(
+                    &data.join("multi-cluster").join(ex),
+                    &[&format!("env={env}")],
+                ))
+                .unwrap();
+                assert_eq!(m, env);
+                assert_eq!(
+                    out.trim_end(),
+                    exp(&format!("multi-cluster/{ex}/{env}-output.yaml")).trim_end(),
+                    "multi-cluster/{ex} {env}"
+                );
+            }
         }
     }
 }
