@@ -114,7 +114,7 @@ pub fn render(a: &TestArgs) -> anyhow::Result<(String, String)> {
     };
     let name = bundle.metadata.name.clone().unwrap_or_default();
     let objs = deploy_objects(&bundle.spec.resources, &name, &mid, &t.options)
-        .with_context(|| format!("rendering bundle {dir}"))?;
+        .map_err(|e| anyhow!("rendering bundle {dir}: {e}"))?;
     Ok((stream(&objs)?, t.target_name.clone()))
 }
 
