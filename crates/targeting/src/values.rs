@@ -155,14 +155,19 @@ fn context(cluster: &Cluster, labels: &BTreeMap<String, String>) -> Value {
     ])
 }
 
-/// Sprig without the functions upstream removes, `${ }` delimiters, `missingkey=error`.
+/// Sprig without the functions upstream removes, `${ }` delimiters, `missingkey=error`. Built
+/// once: removing functions copies the function table, which would dominate per-cluster cost.
 fn template_set() -> Templates {
-    let mut t = Templates::new();
-    t.delims("${", "}").missing_key(MissingKey::Error);
-    for f in REMOVED_FUNCS {
-        t.remove_func(f);
-    }
-    t
+    static SET: std::sync::OnceLock<Templates> = std::sync::OnceLock::new();
+    SET.get_or_init(|| {
+        let mut t = Templates::new();
+        t.delims("${", "}").missing_key(MissingKey::Error);
+        for f in REMOVED_FUNCS {
+            t.remove_func(f);
+        }
+        t
+    })
+    .clone()
 }
 
 fn execute(set: &Templates, text: &str, ctx: &Value) -> Result<String, String> {
