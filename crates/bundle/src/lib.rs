@@ -4,6 +4,7 @@ pub mod chart;
 pub mod error;
 pub mod export;
 pub mod gomatch;
+pub mod online;
 pub mod options;
 pub mod paths;
 pub mod read;
