@@ -170,10 +170,32 @@ fn template_set() -> Templates {
     .clone()
 }
 
+/// Parsed templates by source text: a bundle's values text is usually the same for every
+/// cluster it targets, so it is parsed once per thread (the cache is small and reset when full).
+const PARSE_CACHE_MAX: usize = 256;
+
 fn execute(set: &Templates, text: &str, ctx: &Value) -> Result<String, String> {
-    let mut t = set.clone();
-    t.parse("values", text)
-        .map_err(|e| format!("failed to parse helm values template: {e}"))?;
+    thread_local! {
+        static PARSED: std::cell::RefCell<std::collections::HashMap<String, Templates>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    let cached = PARSED.with(|c| c.borrow().get(text).cloned());
+    let t = match cached {
+        Some(t) => t,
+        None => {
+            let mut t = set.clone();
+            t.parse("values", text)
+                .map_err(|e| format!("failed to parse helm values template: {e}"))?;
+            PARSED.with(|c| {
+                let mut c = c.borrow_mut();
+                if c.len() >= PARSE_CACHE_MAX {
+                    c.clear();
+                }
+                c.insert(text.to_string(), t.clone());
+            });
+            t
+        }
+    };
     t.execute("values", ctx)
         .map_err(|e| format!("failed to render helm values template: {e}"))
 }
