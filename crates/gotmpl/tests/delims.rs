@@ -135,3 +135,58 @@ fn removed_functions_are_not_defined() {
         r#"template: values:1: function "env" not defined"#
     );
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Small actions that mean the same under `{{ }}` and `${ }`.
+    fn action() -> impl Strategy<Value = (String, String)> {
+        let body = prop_oneof![
+            Just(".a".to_string()),
+            Just(".m.k".to_string()),
+            Just("len .l".to_string()),
+            Just("upper .a".to_string()),
+            Just(r#"printf "%v-%v" .a 3"#.to_string()),
+            Just("/* note */".to_string()),
+            Just("if .a".to_string()),
+            Just("end".to_string()),
+        ];
+        (body, any::<bool>(), any::<bool>()).prop_map(|(b, lt, rt)| {
+            let (l, r) = (if lt { "- " } else { "" }, if rt { " -" } else { "" });
+            (format!("{{{{{l}{b}{r}}}}}"), format!("${{{l}{b}{r}}}"))
+        })
+    }
+
+    proptest! {
+        /// Any text parses or fails with an error; it never panics.
+        #[test]
+        fn arbitrary_text_never_panics(text in "[ -~\n]{0,60}") {
+            let _ = run("${", "}", &text, "a: x");
+        }
+
+        /// Text without `$` has no actions under `${ }` and renders unchanged.
+        #[test]
+        fn text_without_dollar_is_unchanged(text in "[ -#%-~\n]{0,60}") {
+            prop_assert_eq!(run("${", "}", &text, "a: x"), Ok(text));
+        }
+
+        /// A template written with `{{ }}` and the same one with `${ }` behave identically
+        /// (same output or the same error), trim markers and comments included.
+        #[test]
+        fn delimiters_do_not_change_meaning(
+            parts in prop::collection::vec((action(), "[ a-z\n]{0,4}"), 0..6)
+        ) {
+            let mut curly = String::new();
+            let mut dollar = String::new();
+            for ((c, d), text) in &parts {
+                curly.push_str(c);
+                curly.push_str(text);
+                dollar.push_str(d);
+                dollar.push_str(text);
+            }
+            let data = "a: x\nm: {k: v}\nl: [1, 2]";
+            prop_assert_eq!(run("", "", &curly, data), run("${", "}", &dollar, data));
+        }
+    }
+}
