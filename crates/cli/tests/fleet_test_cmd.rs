@@ -455,3 +455,72 @@ fn bad_input_names_the_file() {
     let e = err(&fleet(&["test", "helm-values", "-t", "nope"]));
     assert!(e.contains(r#"target "nope" not found"#), "{e}");
 }
+
+/// Helm output post-rendered by kustomize: the same as running real helm, injecting its output
+/// as `fleet-manifests.yaml` first in the overlay's resources, and running real kustomize.
+#[test]
+fn helm_output_post_rendered_by_kustomize() {
+    let out = ok(&fleet(&[
+        "test",
+        "helm-kustomize",
+        "-g",
+        "default",
+        "-l",
+        "team=blue",
+    ]));
+    golden("helm-kustomize.yaml", &out);
+    let objs = docs(&out);
+    assert_eq!(
+        objs[0]["spec"]["type"], "NodePort",
+        "overlay patched the chart's Service"
+    );
+    assert_eq!(objs[0]["metadata"]["labels"]["owner"], "blue");
+
+    let (Some(helm), Some(kustomize)) = (
+        tool("FLEET_HELM_BIN", "helm"),
+        tool("FLEET_KUSTOMIZE_BIN", "kustomize"),
+    ) else {
+        return skip("helm or kustomize not installed (scripts/install-test-tools)");
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let overlay = tmp.path().join("overlay");
+    copy_dir(&fixtures().join("helm-kustomize/overlay"), &overlay);
+    let rendered = ok(&Command::new(helm)
+        .args(["template", "app"])
+        .arg(fixtures().join("helm-kustomize/chart"))
+        .args([
+            "--namespace",
+            "hk",
+            "--kube-version",
+            "v1.25.0",
+            "--set",
+            "owner=blue",
+        ])
+        .output()
+        .expect("helm runs"));
+    std::fs::write(overlay.join("fleet-manifests.yaml"), rendered).expect("write");
+    let k = std::fs::read_to_string(overlay.join("kustomization.yaml")).expect("read");
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        k.replace("resources:\n", "resources:\n- fleet-manifests.yaml\n"),
+    )
+    .expect("write");
+    let mut want = docs(&ok(&Command::new(kustomize)
+        .arg("build")
+        .arg(&overlay)
+        .output()
+        .expect("kustomize runs")));
+    for o in &mut want {
+        let meta = o["metadata"].as_object_mut().expect("metadata");
+        meta.insert("namespace".into(), json!("hk"));
+        meta.entry("labels").or_insert_with(|| json!({}))["objectset.rio.cattle.io/hash"] =
+            json!("c0fae66aeeea5c9703d7410307d74609c272103d");
+        meta.entry("annotations").or_insert_with(|| json!({}))["objectset.rio.cattle.io/id"] =
+            json!("-test");
+    }
+    let key = |v: &Value| format!("{}/{}", v["kind"], v["metadata"]["name"]);
+    let mut got = objs;
+    want.sort_by_key(key);
+    got.sort_by_key(key);
+    assert_eq!(got, want);
+}
