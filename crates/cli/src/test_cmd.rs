@@ -23,7 +23,11 @@ use sha1::{Digest, Sha1};
 pub struct TestArgs {
     /// Bundle directory (default `.`).
     pub path: Option<String>,
-    /// Alternative fleet.yaml name.
+    /// Location of the fleet.yaml (instead of `PATH/fleet.yaml`).
+    #[arg(short = 'f', long = "file")]
+    pub file: Option<String>,
+    /// Location of a raw Bundle resource YAML (e.g. `fleet apply -o -` output) to test instead
+    /// of reading a directory.
     #[arg(short = 'b', long = "bundle-file")]
     pub bundle_file: Option<String>,
     /// Cluster name of the hypothetical cluster.
@@ -58,14 +62,23 @@ const KUBE_VERSION: &str = "v1.25.0";
 pub fn render(a: &TestArgs) -> anyhow::Result<(String, String)> {
     let cwd = std::env::current_dir()?;
     let dir = a.path.clone().unwrap_or_else(|| ".".into());
-    let opts = fleet_bundle::ApplyOptions {
-        bundle_file: a.bundle_file.clone().unwrap_or_default(),
-        ..Default::default()
+    let (mut bundle, source) = match &a.bundle_file {
+        Some(f) => (read_bundle_file(&cwd.join(f))?, f.clone()),
+        None => {
+            let opts = fleet_bundle::ApplyOptions {
+                bundle_file: a.file.clone().unwrap_or_default(),
+                ..Default::default()
+            };
+            let built = fleet_bundle::read::bundle_from_dir(&cwd, "test", &dir, &opts)?
+                .context("no resources found in the bundle directory")?;
+            let fy = Path::new(&dir).join(a.file.as_deref().unwrap_or("fleet.yaml"));
+            (built.bundle, fy.display().to_string())
+        }
     };
-    let built = fleet_bundle::read::bundle_from_dir(&cwd, "test", &dir, &opts)?
-        .context("no resources found in the bundle directory")?;
-    let mut bundle: Bundle = built.bundle;
-    bundle.metadata.name = Some("test".into());
+    // A directory is read as bundle "test"; a Bundle file keeps its own name, as upstream.
+    if a.bundle_file.is_none() || bundle.metadata.name.as_deref().unwrap_or("").is_empty() {
+        bundle.metadata.name = Some("test".into());
+    }
     bundle.metadata.namespace = Some("fleet-local".into());
     // Matching ignores target restrictions.
     bundle.spec.target_restrictions.clear();
@@ -101,21 +114,32 @@ pub fn render(a: &TestArgs) -> anyhow::Result<(String, String)> {
     }
     let fleet = fleet_targeting::Fleet::new(vec![cluster], groups, vec![]);
     let mid = fleet_targeting::manifest_id(&bundle);
-    let fleet_yaml = Path::new(&dir).join(a.bundle_file.as_deref().unwrap_or("fleet.yaml"));
     let targets = fleet_targeting::targets(
         &bundle,
         &fleet,
         &mid,
         &mut fleet_targeting::Stats::default(),
     )
-    .map_err(|e| anyhow!("{}: {e}", fleet_yaml.display()))?;
+    .map_err(|e| anyhow!("{source}: {e}"))?;
     let Some(t) = targets.first() else {
         return Ok((String::new(), String::new()));
     };
     let name = bundle.metadata.name.clone().unwrap_or_default();
-    let objs = deploy_objects(&bundle.spec.resources, &name, &mid, &t.options)
-        .map_err(|e| anyhow!("rendering bundle {dir}: {e}"))?;
+    let objs = deploy_objects(&bundle.spec.resources, &name, &mid, &t.options).map_err(|e| {
+        let what = a.bundle_file.as_deref().unwrap_or(&dir);
+        anyhow!("rendering bundle {what}: {e}")
+    })?;
     Ok((stream(&objs)?, t.target_name.clone()))
+}
+
+/// The first Bundle of a YAML/JSON file (upstream `fleet test -b`), named after the file on errors.
+fn read_bundle_file(path: &Path) -> anyhow::Result<Bundle> {
+    let objs = crate::target_cmd::read_objects(path)?;
+    let v = objs
+        .into_iter()
+        .find(|o| o.get("kind").and_then(Value::as_str) == Some("Bundle"))
+        .ok_or_else(|| anyhow!("{}: no Bundle found", path.display()))?;
+    serde_json::from_value(v).with_context(|| format!("{}: invalid Bundle", path.display()))
 }
 
 /// Go's `filepath.Clean` for `/`-separated relative paths, then the leading `/` dropped
@@ -496,6 +520,7 @@ mod tests {
     fn args(path: &std::path::Path, labels: &[&str]) -> TestArgs {
         TestArgs {
             path: Some(path.display().to_string()),
+            file: None,
             bundle_file: None,
             name: "local".into(),
             label: labels.iter().map(|s| s.to_string()).collect(),

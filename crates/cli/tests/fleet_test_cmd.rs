@@ -524,3 +524,47 @@ fn helm_output_post_rendered_by_kustomize() {
     got.sort_by_key(key);
     assert_eq!(got, want);
 }
+
+/// `-b` reads a Bundle resource (keeping its name for the objectset ID); `-f` names another
+/// fleet.yaml, as upstream's flags do.
+#[test]
+fn bundle_file_and_fleet_yaml_flags() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = tmp.path().join("bundle.yaml");
+    ok(&fleet(&[
+        "apply",
+        "shop",
+        "helm-values",
+        "-o",
+        bundle.to_str().expect("utf8"),
+    ]));
+    let mut args = vec!["test", "-b", bundle.to_str().expect("utf8")];
+    args.extend_from_slice(&PROD[2..]);
+    let from_file = docs(&ok(&fleet(&args)));
+    let from_dir = docs(&ok(&fleet(PROD)));
+    assert_eq!(from_file.len(), from_dir.len());
+    for (f, d) in from_file.iter().zip(&from_dir) {
+        assert_eq!(f["spec"], d["spec"]);
+        assert_eq!(f["data"], d["data"]);
+        assert_eq!(
+            f["metadata"]["annotations"]["objectset.rio.cattle.io/id"],
+            "-shop-helm-values"
+        );
+    }
+
+    copy_dir(&fixtures().join("helm-values"), &tmp.path().join("hv"));
+    std::fs::rename(
+        tmp.path().join("hv/fleet.yaml"),
+        tmp.path().join("hv/other.yaml"),
+    )
+    .expect("rename");
+    let mut args = vec!["test", "hv", "-f", "other.yaml"];
+    args.extend_from_slice(&PROD[2..]);
+    assert_eq!(
+        ok(&fleet_in(tmp.path(), &args)),
+        ok(&fleet(PROD)),
+        "-f names the fleet.yaml"
+    );
+    let e = err(&fleet_in(tmp.path(), &["test", "-b", "missing.yaml"]));
+    assert!(e.contains("missing.yaml"), "{e}");
+}
