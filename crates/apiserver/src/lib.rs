@@ -12,6 +12,7 @@ pub mod objects;
 pub mod ops;
 pub mod patch;
 pub mod pki;
+pub mod printers;
 pub mod protobuf;
 pub mod rbac;
 pub mod registry;
