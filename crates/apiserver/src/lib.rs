@@ -9,6 +9,7 @@ pub mod gc;
 pub mod handlers;
 pub mod kinds;
 pub mod objects;
+pub mod openapi;
 pub mod ops;
 pub mod patch;
 pub mod pki;

@@ -310,6 +310,17 @@ spec:
         "3-way merge patch removed tags: {v}"
     );
 
+    // kubectl explain reads the CRD's schema from /openapi/v3.
+    let ex = k.ok(&["explain", "gizmos.spec"]).await;
+    assert!(
+        ex.contains("KIND:")
+            && ex.contains("Gizmo")
+            && ex.contains("size")
+            && ex.contains("<integer>")
+            && ex.contains("<[]string>"),
+        "{ex}"
+    );
+
     // get -w sees a later create.
     let mut child = tokio::process::Command::new(&k.bin)
         .arg("--kubeconfig")
@@ -373,6 +384,12 @@ async fn kubectl_get_prints_builtin_columns() {
     );
     assert!(t.lines().nth(1).unwrap_or("").starts_with("web"), "{t}");
     assert!(t.contains("0/3"), "{t}");
+    // kubectl explain reads the built-in schemas from /openapi/v3.
+    let ex = k.ok(&["explain", "deployment.spec.replicas"]).await;
+    assert!(
+        ex.contains("GROUP:") && ex.contains("apps") && ex.contains("<integer>"),
+        "{ex}"
+    );
     let wide = k.ok(&["get", "deploy", "-o", "wide"]).await;
     assert!(
         wide.contains("CONTAINERS") && wide.contains("nginx:1.27") && wide.contains("app=web"),
