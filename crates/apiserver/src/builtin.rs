@@ -113,16 +113,16 @@ macro_rules! table {
     ($($t:path),* $(,)?) => { vec![$(entry::<$t>()),*] };
 }
 
-/// Every built-in resource served by default (the GA versions kube-apiserver 1.33 enables).
-/// Computed once per process (schema generation is not free) and cloned per server.
-pub fn builtin_resources() -> Vec<ResourceInfo> {
-    static TABLE: std::sync::OnceLock<Vec<ResourceInfo>> = std::sync::OnceLock::new();
-    TABLE.get_or_init(compute).clone()
+macro_rules! schemas {
+    ($($t:path),* $(,)?) => { vec![$(crate::openapi::schema_of::<$t>()),*] };
 }
 
-fn compute() -> Vec<ResourceInfo> {
+/// Calls `$m![...]` with every built-in type, so the resource table and the OpenAPI documents
+/// are built from one list.
+macro_rules! builtin_types {
+    ($m:ident) => {{
     use k8s_openapi::api as a;
-    table![
+    $m![
         a::core::v1::ConfigMap,
         a::core::v1::ComponentStatus,
         a::core::v1::Endpoints,
@@ -178,4 +178,21 @@ fn compute() -> Vec<ResourceInfo> {
         k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
         k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService,
     ]
+    }};
+}
+
+/// Every built-in resource served by default (the GA versions kube-apiserver 1.33 enables).
+/// Computed once per process (schema generation is not free) and cloned per server.
+pub fn builtin_resources() -> Vec<ResourceInfo> {
+    static TABLE: std::sync::OnceLock<Vec<ResourceInfo>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(compute).clone()
+}
+
+fn compute() -> Vec<ResourceInfo> {
+    builtin_types!(table)
+}
+
+/// OpenAPI v3 schemas of every built-in kind, for `/openapi/v3` (see [`crate::openapi`]).
+pub(crate) fn builtin_schemas() -> Vec<crate::openapi::KindSchema> {
+    builtin_types!(schemas)
 }

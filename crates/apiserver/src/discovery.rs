@@ -28,6 +28,8 @@ pub fn routes() -> Router<ApiServer> {
         .route("/apis", get(api_groups))
         .route("/apis/", get(api_groups))
         .route("/openapi/v2", get(openapi_v2))
+        .route("/openapi/v3", get(crate::openapi::index))
+        .route("/openapi/v3/{*gv}", get(crate::openapi::group_version))
         .route("/healthz", get(health))
         .route("/livez", get(health))
         .route("/readyz", get(health))

@@ -59,6 +59,44 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Whether objects of this resource carry `metadata.generation`: custom resources always; of the
+/// built-ins only those whose kube-apiserver strategy sets it (workloads and other kinds with a
+/// spec that a controller observes). ConfigMaps, Secrets, Services, Namespaces, RBAC objects and
+/// the like have none on kube-apiserver, so they have none here.
+pub fn tracks_generation(info: &crate::registry::ResourceInfo) -> bool {
+    if !info.builtin {
+        return true;
+    }
+    matches!(
+        (info.group.as_str(), info.plural.as_str()),
+        ("", "pods" | "replicationcontrollers" | "podtemplates")
+            | (
+                "apps",
+                "deployments" | "replicasets" | "statefulsets" | "daemonsets"
+            )
+            | ("batch", "jobs" | "cronjobs")
+            | ("policy", "poddisruptionbudgets")
+            | (
+                "networking.k8s.io",
+                "ingresses" | "ingressclasses" | "networkpolicies"
+            )
+            | ("apiextensions.k8s.io", "customresourcedefinitions")
+            | (
+                "admissionregistration.k8s.io",
+                "validatingwebhookconfigurations"
+                    | "mutatingwebhookconfigurations"
+                    | "validatingadmissionpolicies"
+                    | "validatingadmissionpolicybindings"
+                    | "mutatingadmissionpolicies"
+                    | "mutatingadmissionpolicybindings"
+            )
+            | (
+                "flowcontrol.apiserver.k8s.io",
+                "flowschemas" | "prioritylevelconfigurations"
+            )
+    )
+}
+
 /// Whether anything other than metadata and status differs (what bumps `metadata.generation`).
 pub fn spec_changed(old: &Value, new: &Value) -> bool {
     let strip = |v: &Value| -> Map<String, Value> {

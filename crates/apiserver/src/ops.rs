@@ -196,7 +196,11 @@ impl ApiServer {
             }
             m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             m.insert("creationTimestamp".into(), json!(now()));
-            m.insert("generation".into(), json!(1));
+            if crate::objects::tracks_generation(info) {
+                m.insert("generation".into(), json!(1));
+            } else {
+                m.remove("generation");
+            }
         }
         let generate = meta_str(&obj, "generateName")
             .map(str::to_string)
@@ -404,14 +408,16 @@ impl ApiServer {
                     None => m.remove(f),
                 };
             }
-            let generation = old_meta
-                .get("generation")
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
-            m.insert(
-                "generation".into(),
-                json!(if bump { generation + 1 } else { generation }),
-            );
+            if crate::objects::tracks_generation(info) {
+                let generation = old_meta
+                    .get("generation")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1);
+                m.insert(
+                    "generation".into(),
+                    json!(if bump { generation + 1 } else { generation }),
+                );
+            }
         }
         if old.pointer("/metadata/deletionTimestamp").is_some() {
             // New finalizers may not be added to an object being deleted.

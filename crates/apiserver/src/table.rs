@@ -1,6 +1,7 @@
 //! `meta.k8s.io/v1 Table` output for clients that ask for it (`Accept: ...;as=Table;...`, which
-//! `kubectl get` sends): Name, the CRD's additionalPrinterColumns, and Age, with row objects as
-//! `PartialObjectMetadata` unless `includeObject` says otherwise.
+//! `kubectl get` sends): the built-in kinds' own columns (see [`crate::printers`]), or Name, the
+//! CRD's additionalPrinterColumns and Age, with row objects as `PartialObjectMetadata` unless
+//! `includeObject` says otherwise.
 
 use axum::http::HeaderMap;
 use serde_json::{Value, json};
@@ -50,6 +51,9 @@ pub fn wants_table(headers: &HeaderMap) -> bool {
 
 /// Column definitions for a resource.
 pub fn columns(info: &ResourceInfo) -> Value {
+    if let Some(p) = builtin_printer(info) {
+        return crate::printers::column_definitions(p);
+    }
     let mut cols = vec![
         json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}),
     ];
@@ -139,7 +143,8 @@ pub fn human_duration(secs: i64) -> String {
     }
 }
 
-fn age(ts: Option<&str>) -> String {
+/// The AGE cell: time since `ts` (RFC 3339), or `<unknown>`.
+pub(crate) fn age(ts: Option<&str>) -> String {
     let Some(ts) = ts else {
         return "<unknown>".into();
     };
@@ -168,9 +173,34 @@ fn cell(v: Option<&Value>, kind: &str) -> Value {
     }
 }
 
+fn builtin_printer(info: &ResourceInfo) -> Option<&'static crate::printers::Printer> {
+    if info.builtin {
+        crate::printers::builtin(&info.group, &info.plural)
+    } else {
+        None
+    }
+}
+
 /// One Table row for an object.
 pub fn row(info: &ResourceInfo, obj: &Value, include: IncludeObject) -> Value {
     let meta = obj.get("metadata").cloned().unwrap_or(json!({}));
+    let cells = match builtin_printer(info) {
+        Some(p) => (p.cells)(obj),
+        None => generic_cells(info, obj, &meta),
+    };
+    let mut r = json!({"cells": cells});
+    match include {
+        IncludeObject::None => {}
+        IncludeObject::Metadata => {
+            r["object"] = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta});
+        }
+        IncludeObject::Object => r["object"] = obj.clone(),
+    }
+    r
+}
+
+/// Name, the CRD's printer columns, and Age (unless a printer column is already called Age).
+fn generic_cells(info: &ResourceInfo, obj: &Value, meta: &Value) -> Vec<Value> {
     let mut cells = vec![json!(
         meta.get("name").and_then(Value::as_str).unwrap_or("")
     )];
@@ -186,15 +216,7 @@ pub fn row(info: &ResourceInfo, obj: &Value, include: IncludeObject) -> Value {
             .get("creationTimestamp")
             .and_then(Value::as_str))));
     }
-    let mut r = json!({"cells": cells});
-    match include {
-        IncludeObject::None => {}
-        IncludeObject::Metadata => {
-            r["object"] = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta});
-        }
-        IncludeObject::Object => r["object"] = obj.clone(),
-    }
-    r
+    cells
 }
 
 /// A whole Table.

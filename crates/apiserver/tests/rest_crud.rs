@@ -537,3 +537,27 @@ async fn kube_system_uid_is_stable_across_restarts() {
     );
     srv.shutdown();
 }
+
+/// ConfigMaps have no `metadata.generation` on kube-apiserver (its strategy never sets one), even
+/// when a client sends one; Deployments do.
+#[tokio::test]
+async fn configmaps_carry_no_generation() {
+    let srv = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&srv), "default");
+    let mut c = cm("nogen");
+    c.metadata.generation = Some(7);
+    let created = api
+        .create(&PostParams::default(), &c)
+        .await
+        .expect("create");
+    assert_eq!(created.metadata.generation, None);
+    let p = api
+        .patch(
+            "nogen",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"x": "y"}})),
+        )
+        .await
+        .expect("patch");
+    assert_eq!(p.metadata.generation, None);
+}

@@ -310,6 +310,17 @@ spec:
         "3-way merge patch removed tags: {v}"
     );
 
+    // kubectl explain reads the CRD's schema from /openapi/v3.
+    let ex = k.ok(&["explain", "gizmos.spec"]).await;
+    assert!(
+        ex.contains("KIND:")
+            && ex.contains("Gizmo")
+            && ex.contains("size")
+            && ex.contains("<integer>")
+            && ex.contains("<[]string>"),
+        "{ex}"
+    );
+
     // get -w sees a later create.
     let mut child = tokio::process::Command::new(&k.bin)
         .arg("--kubeconfig")
@@ -346,4 +357,76 @@ spec:
         .await;
     let (ok, _, _) = k.run(&["get", "crd", "gizmos.example.com"]).await;
     assert!(!ok);
+}
+
+/// `kubectl get` of built-in kinds shows their own columns, as on kube-apiserver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_prints_builtin_columns() {
+    if !have_kubectl() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_srv, k) = start(dir.path()).await;
+    k.ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1.27",
+        "--replicas=3",
+    ])
+    .await;
+    let t = k.ok(&["get", "deploy"]).await;
+    let header: Vec<&str> = t.lines().next().unwrap_or("").split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"],
+        "{t}"
+    );
+    assert!(t.lines().nth(1).unwrap_or("").starts_with("web"), "{t}");
+    assert!(t.contains("0/3"), "{t}");
+    // kubectl explain reads the built-in schemas from /openapi/v3.
+    let ex = k.ok(&["explain", "deployment.spec.replicas"]).await;
+    assert!(
+        ex.contains("GROUP:") && ex.contains("apps") && ex.contains("<integer>"),
+        "{ex}"
+    );
+    let wide = k.ok(&["get", "deploy", "-o", "wide"]).await;
+    assert!(
+        wide.contains("CONTAINERS") && wide.contains("nginx:1.27") && wide.contains("app=web"),
+        "{wide}"
+    );
+
+    k.ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"])
+        .await;
+    let t = k.ok(&["get", "svc", "web"]).await;
+    let header: Vec<&str> = t.lines().next().unwrap_or("").split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE"
+        ],
+        "{t}"
+    );
+    assert!(t.contains("ClusterIP") && t.contains("80/TCP"), "{t}");
+
+    k.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "s",
+        "--from-literal=a=1",
+        "--from-literal=b=2",
+    ])
+    .await;
+    let t = k.ok(&["get", "secret", "s"]).await;
+    let row: Vec<&str> = t.lines().nth(1).unwrap_or("").split_whitespace().collect();
+    assert_eq!(row[..3], ["s", "Opaque", "2"], "{t}");
+
+    let t = k.ok(&["get", "ns", "default"]).await;
+    assert!(t.contains("STATUS") && t.contains("Active"), "{t}");
 }
