@@ -303,12 +303,15 @@ pub fn request_attributes(method: &Method, path: &str, query: Option<&str>) -> A
         };
         parts.drain(..1);
     }
-    if parts.first() == Some(&"namespaces") {
-        if let Some(ns) = parts.get(1) {
-            attrs.namespace = decode_segment(ns);
-            if parts.len() > 2 && !matches!(parts[2], "status" | "finalize") {
-                parts.drain(..2);
-            }
+    if parts.first() == Some(&"namespaces")
+        && let Some(ns) = parts.get(1)
+    {
+        attrs.namespace = decode_segment(ns);
+        if parts
+            .get(2)
+            .is_some_and(|p| !matches!(*p, "status" | "finalize"))
+        {
+            parts.drain(..2);
         }
     }
     if let Some(r) = parts.first() {
@@ -407,9 +410,8 @@ pub async fn authorize(State(srv): State<ApiServer>, mut req: Request, next: Nex
     };
     if !user.in_group(rbac::MASTERS_GROUP) {
         let attrs = request_attributes(req.method(), req.uri().path(), req.uri().query());
-        let d = decide(&srv, user, &attrs);
-        if !d.allowed {
-            tracing::debug!(user = %user.name, reason = %d.reason, "forbidden");
+        if !srv.inner.authz.read().allows(user, &attrs) {
+            tracing::debug!(user = %user.name, verb = %attrs.verb, resource = %attrs.resource, path = %attrs.path, "forbidden");
             return forbidden(&attrs, &user.name, "").into_response();
         }
     }

@@ -403,7 +403,7 @@ async fn can_i_as_and_list() {
         )
         .await;
     assert!(
-        admin
+        !admin
             .can_i(&[
                 "create",
                 "pods",
@@ -415,7 +415,6 @@ async fn can_i_as_and_list() {
                 "dev"
             ])
             .await
-            == false
     );
 
     // --list prints the rules alice holds in the namespace, one row per resource.
