@@ -68,6 +68,8 @@ pub(crate) struct Inner {
     pub(crate) gc_kick: tokio::sync::Notify,
     /// Set by [`ApiServer::shutdown`] to stop background work.
     pub(crate) gc_stop: std::sync::atomic::AtomicBool,
+    /// The live RBAC policy (see `authz.rs`).
+    pub(crate) authz: crate::authz::Policy,
 }
 
 /// The embedded Kubernetes-compatible API server (cheap to clone).
@@ -91,9 +93,11 @@ impl ApiServer {
             cfg,
             gc_kick: tokio::sync::Notify::new(),
             gc_stop: std::sync::atomic::AtomicBool::new(false),
+            authz: crate::authz::Policy::default(),
         });
         let server = ApiServer { inner };
         server.bootstrap().await?;
+        crate::authz::start(&server).await?;
         crate::gc::spawn(server.clone());
         Ok(server)
     }
@@ -154,8 +158,18 @@ impl ApiServer {
 
     /// Every route, plain HTTP (no TLS, no authn; the caller layers those on). Includes
     /// /healthz, /readyz, /livez (kube-apiserver style "ok" bodies, and `?verbose`), /version.
+    /// Requests that carry a user (from the authentication layer) are authorized by RBAC, with
+    /// impersonation; see [`crate::authz::authorize`].
     pub fn router(&self) -> Router {
-        crate::handlers::router(self.clone())
+        crate::handlers::router(self.clone()).layer(axum::middleware::from_fn_with_state(
+            self.clone(),
+            crate::authz::authorize,
+        ))
+    }
+
+    /// The live RBAC policy: decisions for callers outside the HTTP path, and its revision.
+    pub fn authz(&self) -> &crate::authz::Policy {
+        &self.inner.authz
     }
 
     /// Stops background work and closes the store (ends every watch). Requests after this fail.

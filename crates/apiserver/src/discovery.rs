@@ -122,7 +122,7 @@ fn resource_entries(info: &ResourceInfo) -> Vec<Value> {
         "singularName": info.singular,
         "namespaced": info.namespaced,
         "kind": info.kind,
-        "verbs": VERBS,
+        "verbs": if crate::reviews::is_review(info) { &["create"][..] } else { &VERBS[..] },
     });
     if !info.short_names.is_empty() {
         main["shortNames"] = json!(info.short_names);

@@ -1,12 +1,14 @@
 //! A Kubernetes-compatible API server: storage, REST, watch, discovery, CRDs. Knows nothing of Fleet.
 pub mod app;
 pub mod auth;
+pub mod authz;
 pub mod builtin;
 pub mod crd;
 pub mod discovery;
 pub mod errors;
 pub mod gc;
 pub mod handlers;
+pub mod impersonate;
 pub mod kinds;
 pub mod objects;
 pub mod openapi;
@@ -18,6 +20,7 @@ pub mod protobuf;
 pub mod rbac;
 pub mod registry;
 pub mod request;
+pub mod reviews;
 pub mod satoken;
 pub mod selectors;
 pub mod serve;

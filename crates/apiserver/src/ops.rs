@@ -251,7 +251,7 @@ impl ApiServer {
         }
         causes.extend(kinds::validate(info, obj));
         if causes.is_empty() {
-            Ok(())
+            crate::authz::check_rbac_write(self, info, obj)
         } else {
             let name = meta_str(obj, "name").unwrap_or("").to_string();
             Err(ApiError::invalid(&info.group, &info.kind, &name, causes))

@@ -136,6 +136,9 @@ impl Registry {
         for info in crate::builtin::builtin_resources() {
             reg.insert(None, info, false);
         }
+        for info in crate::reviews::resources() {
+            reg.insert(None, info, false);
+        }
         reg
     }
 

@@ -629,7 +629,13 @@ fn rbac_documentation_table() {
     let mut failures = Vec::new();
     for c in &cases {
         let d = match &c.check {
-            Check::Authz(user, attrs) => a.authorize(user, attrs),
+            Check::Authz(user, attrs) => {
+                let d = a.authorize(user, attrs);
+                if a.allows(user, attrs) != d.allowed {
+                    failures.push(format!("{}: allows() disagrees with authorize()", c.doc));
+                }
+                d
+            }
             Check::RoleWrite(user, obj) => a
                 .check_role_write(user, obj)
                 .unwrap_or_else(|e| panic!("{}: {e}", c.doc)),

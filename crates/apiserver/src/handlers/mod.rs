@@ -81,6 +81,20 @@ async fn resource(srv: ApiServer, rp: ResourcePath, q: Query, req: Request) -> A
         Some(_) => return Err(ApiError::path_not_found(req.uri().path())),
     }
     let ns = rp.namespace.as_deref();
+    if crate::reviews::is_review(&info) {
+        let user = req.extensions().get::<crate::auth::UserInfo>().cloned();
+        let (parts, body) = req.into_parts();
+        return crate::reviews::handle(
+            &srv,
+            &info,
+            ns,
+            &parts.method,
+            user.as_ref(),
+            &parts.headers,
+            body,
+        )
+        .await;
+    }
     let table = crate::table::wants_table(req.headers())
         .then(|| crate::table::IncludeObject::parse(req.uri().query()));
     let method = req.method().clone();
