@@ -23,6 +23,8 @@ pub struct ApiServerConfig {
     pub default_watch_timeout: Duration,
     /// Reported by `/version` (`gitVersion`).
     pub git_version: String,
+    /// Service-account token signing key location, issuer, audiences and CA.
+    pub service_accounts: crate::serviceaccount::ServiceAccountConfig,
 }
 
 impl ApiServerConfig {
@@ -38,6 +40,7 @@ impl ApiServerConfig {
             bookmark_interval: Duration::from_secs(30),
             default_watch_timeout: Duration::from_secs(1800),
             git_version: "v1.33.0-fleet".to_string(),
+            service_accounts: Default::default(),
         }
     }
 }
@@ -68,6 +71,8 @@ pub(crate) struct Inner {
     pub(crate) gc_kick: tokio::sync::Notify,
     /// Set by [`ApiServer::shutdown`] to stop background work.
     pub(crate) gc_stop: std::sync::atomic::AtomicBool,
+    /// Service-account signing key and settings.
+    pub(crate) sa: crate::serviceaccount::ServiceAccounts,
 }
 
 /// The embedded Kubernetes-compatible API server (cheap to clone).
@@ -85,16 +90,20 @@ impl ApiServer {
     /// persisted), re-serves persisted CRDs, starts background work (GC, namespace finalization).
     pub async fn new(cfg: ApiServerConfig) -> Result<ApiServer, Error> {
         let store = Store::open(cfg.store.clone())?;
+        let sa = crate::serviceaccount::ServiceAccounts::new(cfg.service_accounts.clone())
+            .map_err(|e| Error::Bootstrap(e.to_string()))?;
         let inner = Arc::new(Inner {
             store,
             registry: Registry::with_builtins(),
             cfg,
             gc_kick: tokio::sync::Notify::new(),
             gc_stop: std::sync::atomic::AtomicBool::new(false),
+            sa,
         });
         let server = ApiServer { inner };
         server.bootstrap().await?;
         crate::gc::spawn(server.clone());
+        crate::serviceaccount::controller::spawn(server.clone());
         Ok(server)
     }
 

@@ -1,6 +1,7 @@
 //! A Kubernetes-compatible API server: storage, REST, watch, discovery, CRDs. Knows nothing of Fleet.
 pub mod app;
 pub mod auth;
+pub mod authn_reviews;
 pub mod builtin;
 pub mod crd;
 pub mod discovery;
@@ -19,6 +20,7 @@ pub mod request;
 pub mod satoken;
 pub mod selectors;
 pub mod serve;
+pub mod serviceaccount;
 pub mod store;
 pub mod table;
 pub mod validation;
