@@ -326,6 +326,36 @@ mod tests {
         assert!(admin.in_group(AUTHENTICATED_GROUP));
     }
 
+    struct OneToken;
+    impl TokenVerifier for OneToken {
+        fn verify_token(&self, token: &str, _: Option<&[String]>) -> Result<UserInfo, String> {
+            match token {
+                "good.jwt.sig" => Ok(UserInfo::authenticated("system:serviceaccount:a:b", &[])),
+                "x.y.z" => Err("refused".into()),
+                other => panic!("only JWT-shaped tokens reach the verifier, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn verifier_runs_before_static_tokens() {
+        let admin = UserInfo::authenticated("admin", &["system:masters"]);
+        let auth = Authenticator::new(vec![("x.y.z".into(), admin.clone())])
+            .with_verifier(Arc::new(OneToken));
+        assert_eq!(
+            auth.authenticate_token("good.jwt.sig").map(|u| u.name),
+            Some("system:serviceaccount:a:b".to_string())
+        );
+        // A JWT-shaped static token still works when the verifier refuses it.
+        assert_eq!(auth.authenticate_token("x.y.z"), Some(admin));
+        assert_eq!(
+            auth.review_token("nope", None),
+            Err("invalid bearer token".into())
+        );
+        let hv = HeaderValue::from_static("Bearer good.jwt.sig");
+        assert!(auth.authenticate(Some(&hv), None).is_ok());
+    }
+
     #[test]
     fn cert_identity() {
         let pki = crate::pki::Pki::ephemeral(&[]).unwrap();
