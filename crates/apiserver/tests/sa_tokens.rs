@@ -806,3 +806,67 @@ fn arbitrary_bearer_strings_never_panic() {
         )
         .expect("no token is accepted and nothing panics");
 }
+
+#[tokio::test]
+async fn every_namespace_gets_a_default_service_account() {
+    let e = env().await;
+    let get_default = |app: Router, ns: &'static str| async move {
+        call(
+            &app,
+            ADMIN,
+            "GET",
+            &format!("/api/v1/namespaces/{ns}/serviceaccounts/default"),
+            Value::Null,
+        )
+        .await
+    };
+    let present = |ns: &'static str| {
+        let app = e.app.clone();
+        move || {
+            let app = app.clone();
+            async move { get_default(app, ns).await.0 == 200 }
+        }
+    };
+    assert!(poll(present("default")).await, "bootstrap namespace");
+    let (code, v) = call(
+        &e.app,
+        ADMIN,
+        "POST",
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fresh"}}),
+    )
+    .await;
+    assert_eq!(code, 201, "{v}");
+    assert!(poll(present("fresh")).await, "new namespace");
+    let token = issue(&e.app, "fresh", "default").await;
+    assert_eq!(whoami(&e.app, &token).await.0, 201);
+
+    // Deleted: recreated with a new uid; the old token is revoked.
+    let old_uid = get_default(e.app.clone(), "fresh").await.1["metadata"]["uid"].clone();
+    delete(&e.app, "/api/v1/namespaces/fresh/serviceaccounts/default").await;
+    let recreated = poll(|| {
+        let app = e.app.clone();
+        let old_uid = old_uid.clone();
+        async move {
+            let (code, v) = get_default(app, "fresh").await;
+            code == 200 && v["metadata"]["uid"] != old_uid
+        }
+    })
+    .await;
+    assert!(recreated, "default ServiceAccount recreated");
+    assert_eq!(whoami(&e.app, &token).await.0, 401);
+
+    // A deleted namespace still goes away (its default account is not recreated).
+    delete(&e.app, "/api/v1/namespaces/fresh").await;
+    let gone = poll(|| {
+        let app = e.app.clone();
+        async move {
+            call(&app, ADMIN, "GET", "/api/v1/namespaces/fresh", Value::Null)
+                .await
+                .0
+                == 404
+        }
+    })
+    .await;
+    assert!(gone, "namespace finalization completes");
+}

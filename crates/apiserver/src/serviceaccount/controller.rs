@@ -5,7 +5,9 @@
 //!   `data.ca.crt` (the server CA) and `data.namespace`; a token already present is kept;
 //! - such a Secret naming a missing ServiceAccount, or one whose uid differs from the recorded
 //!   `service-account.uid`, is deleted (create the ServiceAccount first, as upstream documents);
-//! - deleting a ServiceAccount deletes its token Secrets.
+//! - deleting a ServiceAccount deletes its token Secrets;
+//! - every active namespace has a ServiceAccount named `default` (kube-controller-manager's
+//!   serviceaccounts controller), recreated when deleted, so `kubectl create token default` works.
 //!
 //! Upstream Fleet's agent registration waits for exactly this filling-in. It follows the store's
 //! watches of secrets and serviceaccounts, and writes through the normal write path so every
@@ -26,6 +28,9 @@ use crate::store::{EventKind, Obj};
 
 const SECRETS: &str = "/core/secrets/";
 const SERVICE_ACCOUNTS: &str = "/core/serviceaccounts/";
+const NAMESPACES: &str = "/core/namespaces/";
+/// The ServiceAccount every namespace gets.
+pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
 
 /// Starts the controller task (restarts itself when its watches end, until shutdown).
 pub fn spawn(srv: ApiServer) {
@@ -54,6 +59,14 @@ async fn run(srv: &ApiServer) -> Result<(), ()> {
         .store()
         .watch(SERVICE_ACCOUNTS, page.rev)
         .map_err(|_| ())?;
+    let ns_page = srv
+        .store()
+        .list(NAMESPACES, None, None, None, &|_, _| true)
+        .map_err(|_| ())?;
+    let mut namespaces = srv.store().watch(NAMESPACES, ns_page.rev).map_err(|_| ())?;
+    for (key, _) in &ns_page.items {
+        log(ensure_default(srv, split_key(key).1).await);
+    }
     for (key, obj) in &page.items {
         log(sync_secret(srv, key, obj).await);
     }
@@ -69,6 +82,16 @@ async fn run(srv: &ApiServer) -> Result<(), ()> {
                 let Some(ev) = ev else { return Err(()) };
                 if matches!(ev.kind, EventKind::Deleted) {
                     log(delete_tokens_of(srv, &ev.key, &ev.obj).await);
+                    let (ns, name) = split_key(&ev.key);
+                    if name == DEFAULT_SERVICE_ACCOUNT {
+                        log(ensure_default(srv, ns).await);
+                    }
+                }
+            }
+            ev = namespaces.next() => {
+                let Some(ev) = ev else { return Err(()) };
+                if matches!(ev.kind, EventKind::Added) {
+                    log(ensure_default(srv, split_key(&ev.key).1).await);
                 }
             }
         }
@@ -211,6 +234,33 @@ async fn delete_secret(srv: &ApiServer, ns: &str, name: &str, uid: &str) -> ApiR
         Ok(_) => Ok(()),
         // Gone already, or replaced by a new Secret of the same name (its own sync judges it).
         Err(e) if e.code == 404 || e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates the `default` ServiceAccount of an active namespace when it is missing.
+async fn ensure_default(srv: &ApiServer, ns: &str) -> ApiResult<()> {
+    if !srv.inner.sa.cfg.create_default
+        || head(srv, "serviceaccounts", ns, DEFAULT_SERVICE_ACCOUNT).is_some()
+    {
+        return Ok(());
+    }
+    let active = head(srv, "namespaces", "", ns).is_some_and(|n| !n.deleting());
+    let Some(info) = srv.registry().lookup("", "v1", "serviceaccounts") else {
+        return Ok(());
+    };
+    if !active {
+        return Ok(());
+    }
+    let sa = json!({
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": ns},
+    });
+    match srv.create(&info, Some(ns), sa, false).await {
+        Ok(_) => Ok(()),
+        // Created meanwhile, or the namespace is going away.
+        Err(e) if matches!(e.code, 403 | 404 | 409) => Ok(()),
         Err(e) => Err(e),
     }
 }

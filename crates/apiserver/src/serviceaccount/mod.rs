@@ -44,6 +44,8 @@ pub struct ServiceAccountConfig {
     pub api_audiences: Vec<String>,
     /// The cluster CA certificate (PEM) written to token Secrets' `ca.crt`; `None` leaves it out.
     pub ca_pem: Option<String>,
+    /// Whether every namespace gets a `default` ServiceAccount, as on a kube cluster.
+    pub create_default: bool,
 }
 
 impl Default for ServiceAccountConfig {
@@ -53,6 +55,7 @@ impl Default for ServiceAccountConfig {
             issuer: DEFAULT_ISSUER.to_string(),
             api_audiences: vec![DEFAULT_ISSUER.to_string()],
             ca_pem: None,
+            create_default: true,
         }
     }
 }
