@@ -870,3 +870,25 @@ async fn every_namespace_gets_a_default_service_account() {
     .await;
     assert!(gone, "namespace finalization completes");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_service_account_with_a_file_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_srv, app) = start_in(dir.path(), StoreConfig::file(dir.path().join("store.db"))).await;
+    let present = poll(|| {
+        let app = app.clone();
+        async move {
+            call(
+                &app,
+                ADMIN,
+                "GET",
+                "/api/v1/namespaces/default/serviceaccounts/default",
+                Value::Null,
+            )
+            .await
+            .0 == 200
+        }
+    })
+    .await;
+    assert!(present, "default ServiceAccount with a file-backed store");
+}

@@ -1,5 +1,5 @@
 //! Real kubectl against `fleet server`: service-account tokens behave as on kube-apiserver.
-//! `kubectl create token` prints a token that works as `--token` and in a kubeconfig built the way
+//! `kubectl create token` (also for a namespace's `default` account) prints a token that works as `--token` and in a kubeconfig built the way
 //! a user builds one (`kubectl config set-cluster/set-credentials/set-context`); a legacy token
 //! Secret gets filled in and its token works; deleting the ServiceAccount (or recreating it),
 //! expiry and tampering all end in `error: You must be logged in to the server (Unauthorized)`.
@@ -127,6 +127,21 @@ fn kubectl_service_account_tokens() {
     let work = tempfile::tempdir().expect("tempdir");
 
     k.ok(&admin, &["create", "namespace", "team"]);
+    // As on a kube cluster, every namespace has a `default` ServiceAccount to mint tokens for.
+    let mut default_token = String::new();
+    assert!(
+        poll(|| {
+            let out = k.run(&admin, &["create", "token", "default", "-n", "team"]);
+            default_token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            out.status.success()
+        }),
+        "kubectl create token default -n team never succeeded"
+    );
+    let who = whoami_json(&k, &admin, Some(&default_token));
+    assert_eq!(
+        who["status"]["userInfo"]["username"],
+        "system:serviceaccount:team:default"
+    );
     k.ok(&admin, &["create", "serviceaccount", "agent", "-n", "team"]);
     k.ok(
         &admin,

@@ -36,7 +36,9 @@ pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
 pub fn spawn(srv: ApiServer) {
     tokio::spawn(async move {
         loop {
-            let _ = run(&srv).await;
+            if let Err(e) = run(&srv).await {
+                tracing::debug!(error = %e, "service-account token controller restarts");
+            }
             if srv.inner.gc_stop.load(std::sync::atomic::Ordering::Relaxed) {
                 return;
             }
@@ -49,21 +51,27 @@ fn parse(obj: &Obj) -> Head {
     serde_json::from_slice::<Head>(&obj.json).unwrap_or_default()
 }
 
-async fn run(srv: &ApiServer) -> Result<(), ()> {
+async fn run(srv: &ApiServer) -> Result<(), String> {
     let page = srv
         .store()
         .list(SECRETS, None, None, None, &|_, _| true)
-        .map_err(|_| ())?;
-    let mut secrets = srv.store().watch(SECRETS, page.rev).map_err(|_| ())?;
+        .map_err(|e| e.to_string())?;
+    let mut secrets = srv
+        .store()
+        .watch(SECRETS, page.rev)
+        .map_err(|e| e.to_string())?;
     let mut accounts = srv
         .store()
         .watch(SERVICE_ACCOUNTS, page.rev)
-        .map_err(|_| ())?;
+        .map_err(|e| e.to_string())?;
     let ns_page = srv
         .store()
         .list(NAMESPACES, None, None, None, &|_, _| true)
-        .map_err(|_| ())?;
-    let mut namespaces = srv.store().watch(NAMESPACES, ns_page.rev).map_err(|_| ())?;
+        .map_err(|e| e.to_string())?;
+    let mut namespaces = srv
+        .store()
+        .watch(NAMESPACES, ns_page.rev)
+        .map_err(|e| e.to_string())?;
     for (key, _) in &ns_page.items {
         log(ensure_default(srv, split_key(key).1).await);
     }
@@ -73,13 +81,13 @@ async fn run(srv: &ApiServer) -> Result<(), ()> {
     loop {
         tokio::select! {
             ev = secrets.next() => {
-                let Some(ev) = ev else { return Err(()) };
+                let Some(ev) = ev else { return Err("watch ended".into()) };
                 if !matches!(ev.kind, EventKind::Deleted) {
                     log(sync_secret(srv, &ev.key, &ev.obj).await);
                 }
             }
             ev = accounts.next() => {
-                let Some(ev) = ev else { return Err(()) };
+                let Some(ev) = ev else { return Err("watch ended".into()) };
                 if matches!(ev.kind, EventKind::Deleted) {
                     log(delete_tokens_of(srv, &ev.key, &ev.obj).await);
                     let (ns, name) = split_key(&ev.key);
@@ -89,7 +97,7 @@ async fn run(srv: &ApiServer) -> Result<(), ()> {
                 }
             }
             ev = namespaces.next() => {
-                let Some(ev) = ev else { return Err(()) };
+                let Some(ev) = ev else { return Err("watch ended".into()) };
                 if matches!(ev.kind, EventKind::Added) {
                     log(ensure_default(srv, split_key(&ev.key).1).await);
                 }
