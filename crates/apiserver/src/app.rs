@@ -23,6 +23,8 @@ pub struct ApiServerConfig {
     pub default_watch_timeout: Duration,
     /// Reported by `/version` (`gitVersion`).
     pub git_version: String,
+    /// Service-account token signing key location, issuer, audiences and CA.
+    pub service_accounts: crate::serviceaccount::ServiceAccountConfig,
 }
 
 impl ApiServerConfig {
@@ -38,6 +40,7 @@ impl ApiServerConfig {
             bookmark_interval: Duration::from_secs(30),
             default_watch_timeout: Duration::from_secs(1800),
             git_version: "v1.33.0-fleet".to_string(),
+            service_accounts: Default::default(),
         }
     }
 }
@@ -70,6 +73,8 @@ pub(crate) struct Inner {
     pub(crate) gc_stop: std::sync::atomic::AtomicBool,
     /// The live RBAC policy (see `authz.rs`).
     pub(crate) authz: crate::authz::Policy,
+    /// Service-account signing key and settings.
+    pub(crate) sa: crate::serviceaccount::ServiceAccounts,
 }
 
 /// The embedded Kubernetes-compatible API server (cheap to clone).
@@ -87,6 +92,8 @@ impl ApiServer {
     /// persisted), re-serves persisted CRDs, starts background work (GC, namespace finalization).
     pub async fn new(cfg: ApiServerConfig) -> Result<ApiServer, Error> {
         let store = Store::open(cfg.store.clone())?;
+        let sa = crate::serviceaccount::ServiceAccounts::new(cfg.service_accounts.clone())
+            .map_err(|e| Error::Bootstrap(e.to_string()))?;
         let inner = Arc::new(Inner {
             store,
             registry: Registry::with_builtins(),
@@ -94,11 +101,13 @@ impl ApiServer {
             gc_kick: tokio::sync::Notify::new(),
             gc_stop: std::sync::atomic::AtomicBool::new(false),
             authz: crate::authz::Policy::default(),
+            sa,
         });
         let server = ApiServer { inner };
         server.bootstrap().await?;
         crate::authz::start(&server).await?;
         crate::gc::spawn(server.clone());
+        crate::serviceaccount::controller::spawn(server.clone());
         Ok(server)
     }
 

@@ -82,6 +82,7 @@ async fn api_groups(State(srv): State<ApiServer>) -> Response {
         .groups()
         .into_iter()
         .filter(|(g, _)| !g.is_empty())
+        .chain(crate::authn_reviews::discovery_groups())
         .map(|(g, vs)| group_json(&g, &vs))
         .collect();
     js(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
@@ -93,6 +94,7 @@ pub fn group(srv: &ApiServer, group: &str) -> ApiResult<Response> {
         .registry()
         .groups()
         .into_iter()
+        .chain(crate::authn_reviews::discovery_groups())
         .find(|(g, _)| g == group && !g.is_empty())
     {
         Some((g, vs)) => {
@@ -140,12 +142,20 @@ fn resource_entries(info: &ResourceInfo) -> Vec<Value> {
     if info.builtin && info.group.is_empty() && info.kind == "Namespace" {
         out.push(json!({"name": "namespaces/finalize", "singularName": "", "namespaced": false, "kind": "Namespace", "verbs": ["update"]}));
     }
+    if info.builtin && info.group.is_empty() && info.kind == "ServiceAccount" {
+        out.push(json!({"name": "serviceaccounts/token", "singularName": "", "namespaced": true, "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]}));
+    }
     out
 }
 
 /// `/api/v1` and `/apis/G/V`: the resources of one group version.
 pub fn group_version(srv: &ApiServer, group: &str, version: &str) -> ApiResult<Response> {
     let infos = srv.registry().resources(group, version);
+    if let Some(resources) = crate::authn_reviews::discovery_resources(group, version) {
+        return Ok(js(
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{group}/{version}"), "resources": resources}),
+        ));
+    }
     if infos.is_empty() {
         let p = if group.is_empty() {
             format!("/api/{version}")

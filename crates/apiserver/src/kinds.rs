@@ -176,6 +176,20 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
             }
         }
     }
+    if is(info, "", "Secret")
+        && obj.get("type").and_then(Value::as_str) == Some(crate::serviceaccount::TOKEN_SECRET_TYPE)
+        && obj
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(crate::serviceaccount::SA_NAME_ANNOTATION))
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    {
+        // The token controller needs to know which ServiceAccount the token is for.
+        causes.push(Cause::required(format!(
+            "metadata.annotations[{}]",
+            crate::serviceaccount::SA_NAME_ANNOTATION
+        )));
+    }
     causes
 }
 

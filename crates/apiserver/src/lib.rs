@@ -2,6 +2,7 @@
 pub mod app;
 pub mod auth;
 pub mod authz;
+pub mod authn_reviews;
 pub mod builtin;
 pub mod crd;
 pub mod discovery;
@@ -24,6 +25,7 @@ pub mod reviews;
 pub mod satoken;
 pub mod selectors;
 pub mod serve;
+pub mod serviceaccount;
 pub mod store;
 pub mod table;
 pub mod validation;

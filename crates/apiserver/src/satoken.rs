@@ -308,6 +308,13 @@ impl SigningKey {
         }
     }
 
+    /// A fresh in-memory key (servers without a data dir): its tokens die with the process.
+    pub fn generate() -> Result<SigningKey, TokenError> {
+        let pair = rcgen::KeyPair::generate()
+            .map_err(|e| TokenError::Invalid(format!("signing key: {e}")))?;
+        SigningKey::from_pem(&pair.serialize_pem())
+    }
+
     /// A key from a PKCS#8 PEM P-256 private key.
     pub fn from_pem(pem: &str) -> Result<SigningKey, TokenError> {
         let bad = |m: String| TokenError::Invalid(format!("signing key: {m}"));
@@ -535,13 +542,17 @@ impl SigningKey {
         if expiration < MIN_EXPIRATION_SECONDS {
             return Err(spec_err(
                 "expirationSeconds",
-                "Invalid value: may not specify a duration less than 10 minutes".into(),
+                format!(
+                    "Invalid value: {expiration}: may not specify a duration less than 10 minutes"
+                ),
             ));
         }
         if expiration > MAX_EXPIRATION_SECONDS {
             return Err(spec_err(
                 "expirationSeconds",
-                "Invalid value: may not specify a duration larger than 2^32 seconds".into(),
+                format!(
+                    "Invalid value: {expiration}: may not specify a duration larger than 2^32 seconds"
+                ),
             ));
         }
         let bound = match spec.get("boundObjectRef") {

@@ -67,7 +67,10 @@ async fn serve_until_signal(args: ServerArgs) -> anyhow::Result<()> {
     let tls = pki.server_tls_config()?;
 
     let store = StoreConfig::file(args.data_dir.join(STORE_FILE));
-    let api = ApiServer::new(ApiServerConfig::with_store(store))
+    let mut cfg = ApiServerConfig::with_store(store);
+    cfg.service_accounts.key_dir = Some(args.data_dir.clone());
+    cfg.service_accounts.ca_pem = Some(pki.ca_cert_pem().to_string());
+    let api = ApiServer::new(cfg)
         .await
         .with_context(|| format!("opening the store in {}", args.data_dir.display()))?;
 
@@ -80,7 +83,8 @@ async fn serve_until_signal(args: ServerArgs) -> anyhow::Result<()> {
     pki.write_admin_kubeconfig(&kubeconfig, &url)?;
 
     let admin = UserInfo::authenticated(pki::ADMIN_USER, &[pki::ADMIN_GROUP]);
-    let authenticator = Authenticator::new(vec![(pki.admin_token().to_string(), admin)]);
+    let authenticator = Authenticator::new(vec![(pki.admin_token().to_string(), admin)])
+        .with_verifier(api.service_account_authenticator());
     let app = serve::with_authentication(api.router(), authenticator);
 
     if !args.no_controllers {

@@ -62,6 +62,9 @@ async fn dispatch_inner(srv: ApiServer, req: Request) -> ApiResult<Response> {
             crate::discovery::group_version(&srv, &group, &version)
         }
         Target::Group(group) => crate::discovery::group(&srv, &group),
+        Target::Resource(rp) if crate::authn_reviews::handles(&rp) => {
+            crate::authn_reviews::serve(&srv, rp, req).await
+        }
         Target::Resource(rp) => resource(srv, rp, query, req).await,
     }
 }
@@ -78,6 +81,25 @@ async fn resource(srv: ApiServer, rp: ResourcePath, q: Query, req: Request) -> A
         Some("status") if info.status => {}
         Some("scale") if info.scale.is_some() => {}
         Some("finalize") if info.builtin && info.kind == "Namespace" => {}
+        Some("token") if info.builtin && info.kind == "ServiceAccount" => {
+            return match (req.method(), rp.namespace.as_deref(), rp.name.as_deref()) {
+                (&Method::POST, Some(ns), Some(name)) => {
+                    let (ns, name, headers) =
+                        (ns.to_string(), name.to_string(), req.headers().clone());
+                    crate::serviceaccount::token_request::create(
+                        &srv,
+                        &ns,
+                        &name,
+                        &headers,
+                        req.into_body(),
+                    )
+                    .await
+                }
+                (m, _, _) => Err(ApiError::method_not_allowed(format!(
+                    "the server does not allow this method on the requested resource ({m} serviceaccounts/token)"
+                ))),
+            };
+        }
         Some(_) => return Err(ApiError::path_not_found(req.uri().path())),
     }
     let ns = rp.namespace.as_deref();
