@@ -19,6 +19,7 @@ pub mod request;
 pub mod satoken;
 pub mod selectors;
 pub mod serve;
+pub mod ssa;
 pub mod store;
 pub mod table;
 pub mod validation;
