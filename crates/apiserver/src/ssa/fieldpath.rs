@@ -335,10 +335,9 @@ mod tests {
             ("containerPort".into(), json!(80)),
         ]);
         assert_eq!(a, "k:{\"containerPort\":80,\"protocol\":\"TCP\"}");
-        let parsed = Set::from_fields_v1(
-            &json!({"k:{ \"protocol\": \"TCP\", \"containerPort\": 80 }": {}}),
-        )
-        .expect("valid");
+        let parsed =
+            Set::from_fields_v1(&json!({"k:{ \"protocol\": \"TCP\", \"containerPort\": 80 }": {}}))
+                .expect("valid");
         assert!(parsed.has(&[&a]));
     }
 

@@ -99,7 +99,9 @@ impl Entry {
     }
 
     fn from_json(v: &Value) -> Result<Entry, String> {
-        let m = v.as_object().ok_or("a managedFields entry must be an object")?;
+        let m = v
+            .as_object()
+            .ok_or("a managedFields entry must be an object")?;
         let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         let operation = match s("operation").as_str() {
             "Apply" => Operation::Apply,
@@ -465,7 +467,12 @@ pub fn apply(
             Some((f, m)) => (f.trim_start_matches('.').to_string(), m.to_string()),
             None => (String::new(), e.0.clone()),
         };
-        ApiError::invalid(&info.group, &info.kind, name, vec![Cause::invalid(field, msg)])
+        ApiError::invalid(
+            &info.group,
+            &info.kind,
+            name,
+            vec![Cause::invalid(field, msg)],
+        )
     };
     let mut config_set = typed::to_set(config, &ty, true).map_err(invalid)?;
     strip(&mut config_set, info, sub);

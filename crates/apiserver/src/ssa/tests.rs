@@ -117,8 +117,15 @@ fn changing_anothers_field_conflicts_unless_forced() {
     // Forced: ownership moves.
     let forced = apply(&i, Some(&live), &change, "d", "other", true, None).expect("forced");
     assert_eq!(forced["spec"]["replicas"], 5);
-    assert!(fields_of(&forced, "mgr")["f:spec"].get("f:replicas").is_none());
-    assert_eq!(fields_of(&forced, "other")["f:spec"]["f:replicas"], json!({}));
+    assert!(
+        fields_of(&forced, "mgr")["f:spec"]
+            .get("f:replicas")
+            .is_none()
+    );
+    assert_eq!(
+        fields_of(&forced, "other")["f:spec"]["f:replicas"],
+        json!({})
+    );
 }
 
 #[test]
@@ -215,21 +222,51 @@ fn malformed_configurations_are_4xx() {
     let cases = [
         (json!("string"), 400),
         (json!([1, 2]), 400),
-        (json!({"kind": "Deployment", "metadata": {"name": "d"}}), 400),
-        (json!({"apiVersion": "v1", "kind": "Deployment", "metadata": {"name": "d"}}), 400),
-        (json!({"apiVersion": "apps/v1", "metadata": {"name": "d"}}), 400),
-        (json!({"apiVersion": "apps/v1", "kind": "Pod", "metadata": {"name": "d"}}), 400),
+        (
+            json!({"kind": "Deployment", "metadata": {"name": "d"}}),
+            400,
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "Deployment", "metadata": {"name": "d"}}),
+            400,
+        ),
+        (
+            json!({"apiVersion": "apps/v1", "metadata": {"name": "d"}}),
+            400,
+        ),
+        (
+            json!({"apiVersion": "apps/v1", "kind": "Pod", "metadata": {"name": "d"}}),
+            400,
+        ),
         (json!({"apiVersion": "apps/v1", "kind": "Deployment"}), 422),
-        (json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": "x"}), 400),
-        (json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": 3}}), 400),
-        (json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d", "managedFields": []}}), 400),
-        (json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-            "spec": {"template": {"spec": {"containers": ["x"]}}}}), 422),
-        (json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-            "spec": {"template": {"spec": {"containers": [{"image": "no-name"}]}}}}), 422),
-        (json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-            "spec": {"template": {"spec": {"containers": [{"name": "a"}, {"name": "a"}]}}}}), 422),
+        (
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": "x"}),
+            400,
+        ),
+        (
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": 3}}),
+            400,
+        ),
+        (
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "managedFields": []}}),
+            400,
+        ),
+        (
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {"containers": ["x"]}}}}),
+            422,
+        ),
+        (
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {"containers": [{"image": "no-name"}]}}}}),
+            422,
+        ),
+        (
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {"containers": [{"name": "a"}, {"name": "a"}]}}}}),
+            422,
+        ),
     ];
     for (cfg, code) in cases {
         let err = apply(&i, None, &cfg, "d", "m", false, None).expect_err("refused");

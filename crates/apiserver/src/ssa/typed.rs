@@ -85,7 +85,10 @@ fn walk_set(
     path: &mut Vec<String>,
 ) -> Result<(), TypeError> {
     if path.len() > MAX_DEPTH {
-        return Err(TypeError(format!("{}: nested too deeply", path_string(path))));
+        return Err(TypeError(format!(
+            "{}: nested too deeply",
+            path_string(path)
+        )));
     }
     match v {
         Value::Object(m) if !ty.atomic_map() => {
@@ -139,7 +142,10 @@ fn merge_at(
     path: &mut Vec<String>,
 ) -> Result<Value, TypeError> {
     if path.len() > MAX_DEPTH {
-        return Err(TypeError(format!("{}: nested too deeply", path_string(path))));
+        return Err(TypeError(format!(
+            "{}: nested too deeply",
+            path_string(path)
+        )));
     }
     match (live, config) {
         (Value::Object(l), Value::Object(c)) if !ty.atomic_map() => {
@@ -440,14 +446,30 @@ mod tests {
     fn removal_drops_emptied_parents_nobody_owns() {
         let info = deployment();
         let ty = Ty::root(&info);
-        let mut v = deploy(json!([{"name": "a", "image": "1", "env": [{"name": "E", "value": "v"}]}]));
+        let mut v =
+            deploy(json!([{"name": "a", "image": "1", "env": [{"name": "E", "value": "v"}]}]));
         let mut rm = Set::new();
         let a = key_pe(&[("name".into(), json!("a"))]);
         let e = key_pe(&[("name".into(), json!("E"))]);
-        rm.insert(&["f:spec", "f:template", "f:spec", "f:containers", &a, "f:env", &e]);
+        rm.insert(&[
+            "f:spec",
+            "f:template",
+            "f:spec",
+            "f:containers",
+            &a,
+            "f:env",
+            &e,
+        ]);
         rm.insert(&["f:metadata", "f:labels", "f:app"]);
         let mut keep = Set::new();
-        keep.insert(&["f:spec", "f:template", "f:spec", "f:containers", &a, "f:image"]);
+        keep.insert(&[
+            "f:spec",
+            "f:template",
+            "f:spec",
+            "f:containers",
+            &a,
+            "f:image",
+        ]);
         remove_paths(&mut v, &rm, &keep, &ty);
         assert_eq!(
             v["spec"]["template"]["spec"]["containers"],
