@@ -144,7 +144,13 @@ pub async fn patch(
         let w = srv
             .guaranteed_update(info, ns, name, sub, q.dry_run, |cur| {
                 Ok(Some(crate::ssa::apply(
-                    info, Some(cur), &patch, name, &manager, q.force, sub,
+                    info,
+                    Some(cur),
+                    &patch,
+                    name,
+                    &manager,
+                    q.force,
+                    sub,
                 )?))
             })
             .await?;

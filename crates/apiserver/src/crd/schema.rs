@@ -92,7 +92,12 @@ impl Structural {
             list_map_keys: m
                 .get("x-kubernetes-list-map-keys")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
                 .unwrap_or_default(),
             map_type: m
                 .get("x-kubernetes-map-type")
