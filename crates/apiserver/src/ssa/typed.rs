@@ -121,6 +121,18 @@ fn walk_set(
             Err(e) if strict => return Err(TypeError(format!("{}: {e}", path_string(path)))),
             Err(_) => out.member = true,
         },
+        v if strict && ty.list != ListKind::Atomic && !v.is_null() => {
+            return Err(TypeError(format!(
+                "{}: expected list, got {}",
+                path_string(path),
+                match v {
+                    Value::Object(_) => "map",
+                    Value::String(_) => "string",
+                    Value::Number(_) => "number",
+                    _ => "boolean",
+                }
+            )));
+        }
         _ => out.member = true,
     }
     Ok(())
