@@ -148,7 +148,7 @@ async fn managers_come_from_field_manager_or_user_agent() {
     assert_eq!(e["fieldsV1"]["f:spec"]["f:replicas"], json!({}));
     let (code, patched) = send(
         &r,
-        &"PATCH",
+        "PATCH",
         &format!("{DEPLOYS}/d?fieldManager=scaler"),
         "application/merge-patch+json",
         "kubectl/v1.33.0",
