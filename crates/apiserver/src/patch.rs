@@ -138,8 +138,12 @@ pub async fn patch(
         let manager = crate::ssa::apply_manager(q, headers)?;
         if sub.is_none() && srv.store().get(&info.key(ns, name)).is_none() {
             let obj = crate::ssa::apply(info, None, &patch, name, &manager, q.force, None)?;
-            let w = srv.create(info, ns, obj, q.dry_run).await?;
-            return Ok(json_response(201, convert(info, &w.into_bytes())));
+            match srv.create(info, ns, obj, q.dry_run).await {
+                Ok(w) => return Ok(json_response(201, convert(info, &w.into_bytes()))),
+                // Created concurrently: apply to it like to any existing object.
+                Err(e) if e.reason == "AlreadyExists" => {}
+                Err(e) => return Err(e),
+            }
         }
         let w = srv
             .guaranteed_update(info, ns, name, sub, q.dry_run, |cur| {
@@ -179,7 +183,7 @@ pub async fn patch(
         let scale = scale_of(info, &v);
         let scale_info = scale_resource_info();
         let patched = apply_patch(&scale_info, pt, &scale, &patch)?;
-        let out = write_scale(srv, info, ns, name, &patched, q.dry_run).await?;
+        let out = write_scale(srv, info, ns, name, &patched, q.dry_run, &manager).await?;
         return Ok(json_response(200, out));
     }
     let w = srv
@@ -280,6 +284,7 @@ pub async fn write_scale(
     name: &str,
     scale: &Value,
     dry_run: bool,
+    manager: &str,
 ) -> ApiResult<Bytes> {
     let Some(paths) = info.scale.clone() else {
         return Err(ApiError::path_not_found("scale"));
@@ -314,7 +319,13 @@ pub async fn write_scale(
             if let Some(rv) = &rv {
                 meta_mut(&mut new).insert("resourceVersion".into(), json!(rv));
             }
-            Ok(Some(new))
+            Ok(Some(crate::ssa::track_update(
+                info,
+                Some(cur),
+                new,
+                manager,
+                Some("scale"),
+            )))
         })
         .await?;
     let v: Value = match w {

@@ -183,6 +183,35 @@ async fn managers_come_from_field_manager_or_user_agent() {
         json!({"reason": "FieldManagerConflict", "message": "conflict with \"scaler\" using apps/v1", "field": ".spec.replicas"})
     );
 
+    // So does a scale write, on the object's own fields.
+    let (code, st) = send(
+        &r,
+        "PATCH",
+        &format!("{DEPLOYS}/d/scale?fieldManager=hpa"),
+        "application/merge-patch+json",
+        "x",
+        r#"{"spec": {"replicas": 4}}"#,
+    )
+    .await;
+    assert_eq!(code, 200, "{st}");
+    let (_, obj) = send(
+        &r,
+        "GET",
+        &format!("{DEPLOYS}/d"),
+        "application/json",
+        "x",
+        "",
+    )
+    .await;
+    let e = entry(&obj, "hpa");
+    assert_eq!(e["subresource"], "scale");
+    assert_eq!(e["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    assert!(
+        entry(&obj, "scaler").is_null(),
+        "scaler lost its only field"
+    );
+    let patched = obj;
+
     // A status write records the subresource.
     let mut with_status = patched.clone();
     with_status["status"] = json!({"replicas": 3});

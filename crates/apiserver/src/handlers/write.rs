@@ -57,11 +57,11 @@ pub async fn update(
     let bytes = read_body(body).await?;
     let obj = decode_object(&bytes, &content_type(headers))?;
     crate::ops::check_name_matches(&obj, name)?;
+    let manager = crate::ssa::manager(q, headers, "UpdateOptions")?;
     if sub == Some("scale") {
-        let w = crate::patch::write_scale(srv, info, ns, name, &obj, q.dry_run).await?;
+        let w = crate::patch::write_scale(srv, info, ns, name, &obj, q.dry_run, &manager).await?;
         return Ok(json_response(200, w));
     }
-    let manager = crate::ssa::manager(q, headers, "UpdateOptions")?;
     let w = srv
         .guaranteed_update(info, ns, name, sub, q.dry_run, |cur| {
             Ok(Some(crate::ssa::track_update(

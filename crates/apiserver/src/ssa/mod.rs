@@ -347,8 +347,10 @@ fn conflict_error(conflicts: &[(String, Vec<String>)]) -> ApiError {
 }
 
 /// Checks an applied configuration before anything is merged: an object with the endpoint's
-/// `apiVersion` and `kind`, a name, and no `managedFields`.
-fn check_config(info: &ResourceInfo, config: &Value, name: &str) -> ApiResult<()> {
+/// `apiVersion` and `kind`, the URL's name (required when the apply creates the object; an
+/// existing object keeps its name through the merge, as in kube-apiserver), and no
+/// `managedFields`.
+fn check_config(info: &ResourceInfo, config: &Value, name: &str, creating: bool) -> ApiResult<()> {
     let Value::Object(m) = config else {
         return Err(ApiError::bad_request(format!(
             "error decoding YAML: an apply patch must be an object, got {}",
@@ -395,6 +397,7 @@ fn check_config(info: &ResourceInfo, config: &Value, name: &str) -> ApiResult<()
                 )));
             }
         }
+        Some(Value::String(_)) | None | Some(Value::Null) if !creating => {}
         Some(Value::String(_)) | None | Some(Value::Null) => {
             return Err(ApiError::invalid(
                 &info.group,
@@ -460,7 +463,7 @@ pub fn apply(
     force: bool,
     sub: Option<&str>,
 ) -> ApiResult<Value> {
-    check_config(info, config, name)?;
+    check_config(info, config, name, live.is_none())?;
     let ty = Ty::root(info);
     let invalid = |e: typed::TypeError| {
         let (field, msg) = match e.0.split_once(": ") {

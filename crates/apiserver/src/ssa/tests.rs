@@ -273,3 +273,60 @@ fn malformed_configurations_are_4xx() {
         assert_eq!(err.code, code, "{cfg}: {}", err.message);
     }
 }
+
+#[test]
+fn an_existing_object_may_be_applied_without_a_name() {
+    let i = info("Deployment");
+    let live = apply(
+        &i,
+        None,
+        &deploy(1, json!({}), json!([{"name": "c", "image": "i"}])),
+        "d",
+        "mgr",
+        false,
+        None,
+    )
+    .expect("create");
+    let status = json!({"apiVersion": "apps/v1", "kind": "Deployment", "status": {"replicas": 1}});
+    let out = apply(&i, Some(&live), &status, "d", "ctl", true, Some("status")).expect("apply");
+    assert_eq!(out["metadata"]["name"], "d");
+    assert_eq!(out["status"]["replicas"], 1);
+    assert_eq!(
+        fields_of(&out, "ctl"),
+        &json!({"f:status": {"f:replicas": {}}})
+    );
+}
+
+#[test]
+fn managers_default_to_the_user_agent_program() {
+    let mut h = HeaderMap::new();
+    h.insert(
+        axum::http::header::USER_AGENT,
+        axum::http::HeaderValue::from_static("kubectl/v1.33.0 (linux/amd64) kubernetes/abc"),
+    );
+    let q = Query::default();
+    assert_eq!(manager(&q, &h, "UpdateOptions").expect("ok"), "kubectl");
+    h.insert(
+        axum::http::header::USER_AGENT,
+        axum::http::HeaderValue::from_static("Mozilla/5.0 (X11)"),
+    );
+    assert_eq!(manager(&q, &h, "UpdateOptions").expect("ok"), "Mozilla");
+    let q = Query {
+        field_manager: Some("kubectl-edit".into()),
+        ..Query::default()
+    };
+    assert_eq!(
+        manager(&q, &h, "UpdateOptions").expect("ok"),
+        "kubectl-edit"
+    );
+    let q = Query {
+        field_manager: Some("x".repeat(129)),
+        ..Query::default()
+    };
+    assert_eq!(
+        manager(&q, &h, "UpdateOptions").expect_err("long").code,
+        422
+    );
+    let q = Query::default();
+    assert_eq!(apply_manager(&q, &h).expect_err("required").code, 422);
+}
