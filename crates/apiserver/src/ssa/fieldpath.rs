@@ -216,16 +216,23 @@ impl Set {
         out
     }
 
-    /// Every member path, depth first in element order.
+    /// Every member path, in the order kube-apiserver lists them (at each level the members
+    /// first, then the paths below, each in element order).
     pub fn paths(&self) -> Vec<Vec<String>> {
         fn walk(s: &Set, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
             for (k, c) in &s.children {
-                prefix.push(k.clone());
                 if c.member {
+                    prefix.push(k.clone());
                     out.push(prefix.clone());
+                    prefix.pop();
                 }
-                walk(c, prefix, out);
-                prefix.pop();
+            }
+            for (k, c) in &s.children {
+                if !c.children.is_empty() {
+                    prefix.push(k.clone());
+                    walk(c, prefix, out);
+                    prefix.pop();
+                }
             }
         }
         let mut out = Vec::new();
