@@ -138,6 +138,51 @@ pub fn decode_managed(obj: &Value) -> Option<Vec<Entry>> {
     list.iter().map(|e| Entry::from_json(e).ok()).collect()
 }
 
+/// At most this many `Update` entries are kept; older ones are merged (kube-apiserver's cap), so
+/// that many one-off writers (every distinct User-Agent) cannot grow an object without bound.
+const MAX_UPDATE_MANAGERS: usize = 10;
+
+/// Manager name of the bucket older update entries are merged into.
+const ANCIENT_CHANGES: &str = "ancient-changes";
+
+/// Merges the oldest `Update` entries into one `ancient-changes` entry per apiVersion until at
+/// most [`MAX_UPDATE_MANAGERS`] remain.
+fn cap_update_managers(entries: &mut Vec<Entry>) {
+    let count = |es: &Vec<Entry>| {
+        es.iter()
+            .filter(|e| e.operation == Operation::Update)
+            .count()
+    };
+    while count(entries) > MAX_UPDATE_MANAGERS {
+        // The oldest update entry that is not already a bucket, by time then name.
+        let oldest = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.operation == Operation::Update && e.manager != ANCIENT_CHANGES)
+            .min_by(|(_, a), (_, b)| (&a.time, &a.manager).cmp(&(&b.time, &b.manager)))
+            .map(|(i, _)| i);
+        let Some(i) = oldest else { return };
+        let old = entries.remove(i);
+        match entries.iter_mut().find(|e| {
+            e.manager == ANCIENT_CHANGES
+                && e.operation == Operation::Update
+                && e.api_version == old.api_version
+        }) {
+            Some(bucket) => {
+                bucket.set.union_with(&old.set);
+                if old.time > bucket.time {
+                    bucket.time = old.time;
+                }
+            }
+            None => entries.push(Entry {
+                manager: ANCIENT_CHANGES.into(),
+                subresource: String::new(),
+                ..old
+            }),
+        }
+    }
+}
+
 fn set_managed(obj: &mut Value, entries: &[Entry]) {
     let m = crate::objects::meta_mut(obj);
     if entries.is_empty() {
@@ -308,6 +353,7 @@ pub fn track_update(
         }
     }
     entries.retain(|e| !e.set.is_empty());
+    cap_update_managers(&mut entries);
     set_managed(&mut new, &entries);
     new
 }
@@ -558,6 +604,7 @@ pub fn apply(
         None => entries.push(me),
     }
     entries.retain(|e| !e.set.is_empty());
+    cap_update_managers(&mut entries);
     set_managed(&mut result, &entries);
     if let Some(m) = result.get_mut("metadata").and_then(Value::as_object_mut)
         && !m.contains_key("name")

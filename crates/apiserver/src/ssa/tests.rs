@@ -330,3 +330,37 @@ fn managers_default_to_the_user_agent_program() {
     let q = Query::default();
     assert_eq!(apply_manager(&q, &h).expect_err("required").code, 422);
 }
+
+#[test]
+fn old_update_managers_are_merged_into_ancient_changes() {
+    let i = info("ConfigMap");
+    let mut obj =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}});
+    for n in 0..14 {
+        let mut new = obj.clone();
+        new["data"][format!("k{n}")] = json!("v");
+        obj = track_update(&i, Some(&obj), new, &format!("writer-{n:02}"), None);
+        // Distinct, increasing timestamps.
+        if let Some(a) = obj["metadata"]["managedFields"].as_array_mut() {
+            for e in a.iter_mut() {
+                if e["manager"] == format!("writer-{n:02}") {
+                    e["time"] = json!(format!("2026-01-01T00:00:{n:02}Z"));
+                }
+            }
+        }
+    }
+    let entries = obj["metadata"]["managedFields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(entries.len(), 10, "{entries:?}");
+    let bucket = entries
+        .iter()
+        .find(|e| e["manager"] == "ancient-changes")
+        .expect("bucket");
+    for n in 0..5 {
+        assert_eq!(bucket["fieldsV1"]["f:data"][format!("f:k{n}")], json!({}));
+    }
+    assert!(entries.iter().any(|e| e["manager"] == "writer-13"));
+    assert!(!entries.iter().any(|e| e["manager"] == "writer-04"));
+}
