@@ -184,6 +184,12 @@ fn cap_update_managers(entries: &mut Vec<Entry>) {
 }
 
 fn set_managed(obj: &mut Value, entries: &[Entry]) {
+    // A body that is not an object, or whose metadata is not one, is left for validation to
+    // refuse rather than repaired here.
+    let Some(root) = obj.as_object() else { return };
+    if root.get("metadata").is_some_and(|m| !m.is_object()) {
+        return;
+    }
     let m = crate::objects::meta_mut(obj);
     if entries.is_empty() {
         m.remove("managedFields");
