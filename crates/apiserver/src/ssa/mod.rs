@@ -342,12 +342,12 @@ pub fn track_update(
     }
     match entries.iter_mut().find(|e| e.same_manager(&me)) {
         Some(e) => {
-            let mut set = e.set.difference(&cmp.removed);
-            set.union_with(&cmp.changed);
-            if set != e.set {
-                e.set = set;
+            // The entry's time is that of the last write that changed something through it.
+            if !cmp.changed.is_empty() {
                 e.time = me.time.clone();
             }
+            e.set = e.set.difference(&cmp.removed);
+            e.set.union_with(&cmp.changed);
         }
         None => {
             if !cmp.changed.is_empty() {
@@ -601,7 +601,8 @@ pub fn apply(
     }
     match entries.iter_mut().find(|e| e.same_manager(&me)) {
         Some(e) => {
-            if e.set != me.set || e.api_version != me.api_version {
+            // A no-op apply keeps the entry as it was (and so the object unwritten).
+            if e.set != me.set || e.api_version != me.api_version || result != live_bare {
                 e.time = me.time.clone();
             }
             e.set = me.set.clone();
