@@ -288,10 +288,15 @@ fn compare(
     info: &ResourceInfo,
     sub: Option<&str>,
 ) -> Comparison {
-    let os = typed::to_set(old, ty, false).unwrap_or_default();
-    let ns = typed::to_set(new, ty, false).unwrap_or_default();
+    let scope = match sub {
+        Some("status") => typed::Scope::Only("status"),
+        None if info.status => typed::Scope::Except("status"),
+        _ => typed::Scope::All,
+    };
+    let os = typed::to_set_scoped(old, ty, false, scope).unwrap_or_default();
+    let ns = typed::to_set_scoped(new, ty, false, scope).unwrap_or_default();
     let mut changed = ns.difference(&os);
-    changed.union_with(&typed::modified(old, new, ty));
+    changed.union_with(&typed::modified_scoped(old, new, ty, scope));
     let mut removed = os.difference(&ns);
     strip(&mut changed, info, sub);
     strip(&mut removed, info, sub);

@@ -65,13 +65,47 @@ fn path_string(path: &[String]) -> String {
     if p.is_empty() { ".".into() } else { p }
 }
 
+/// Which top-level fields of an object a computation looks at: a write to `/status` only
+/// concerns `status`, a write to the main resource of a kind with a status subresource
+/// everything but `status`; skipping the rest up front keeps status writes cheap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope<'s> {
+    /// Every field.
+    All,
+    /// Only this top-level field.
+    Only(&'s str),
+    /// Every top-level field but this one.
+    Except(&'s str),
+}
+
+impl Scope<'_> {
+    fn admits(self, top: bool, key: &str) -> bool {
+        match self {
+            _ if !top => true,
+            Scope::All => true,
+            Scope::Only(k) => k == key,
+            Scope::Except(k) => k != key,
+        }
+    }
+}
+
 /// The set of fields a value sets. `strict` makes malformed associative lists an error (an
 /// applied configuration); otherwise they are owned atomically (objects written by updates,
 /// which must never fail because of field tracking).
 pub fn to_set(v: &Value, ty: &Ty<'_>, strict: bool) -> Result<Set, TypeError> {
+    to_set_scoped(v, ty, strict, Scope::All)
+}
+
+/// [`to_set`] restricted to the top-level fields `scope` admits.
+pub fn to_set_scoped(
+    v: &Value,
+    ty: &Ty<'_>,
+    strict: bool,
+    scope: Scope<'_>,
+) -> Result<Set, TypeError> {
     let mut out = Set::new();
     let mut path = Vec::new();
-    walk_set(v, ty, true, strict, &mut out, &mut path)?;
+    walk_set(v, ty, true, strict, scope, &mut out, &mut path)?;
     out.member = false;
     Ok(out)
 }
@@ -81,6 +115,7 @@ fn walk_set(
     ty: &Ty<'_>,
     top: bool,
     strict: bool,
+    scope: Scope<'_>,
     out: &mut Set,
     path: &mut Vec<String>,
 ) -> Result<(), TypeError> {
@@ -93,11 +128,14 @@ fn walk_set(
     match v {
         Value::Object(m) if !ty.atomic_map() => {
             for (k, cv) in m {
+                if !scope.admits(top, k) {
+                    continue;
+                }
                 let child = ty.field(k, top);
                 let pe = field_pe(k);
                 path.push(pe.clone());
                 let node = out.child(pe);
-                walk_set(cv, &child.ty, false, strict, node, path)?;
+                walk_set(cv, &child.ty, false, strict, Scope::All, node, path)?;
                 path.pop();
                 let empty_map = cv.as_object().is_some_and(Map::is_empty);
                 if cv.is_null() || empty_map || !child.declared {
@@ -112,7 +150,7 @@ fn walk_set(
                     path.push(pe.clone());
                     let node = out.child(pe);
                     if matches!(ty.list, ListKind::Map(_)) {
-                        walk_set(item, &item_ty, false, strict, node, path)?;
+                        walk_set(item, &item_ty, false, strict, Scope::All, node, path)?;
                     }
                     node.member = true;
                     path.pop();
@@ -244,23 +282,39 @@ fn strip_nulls(v: &Value) -> Value {
 /// The leaves present in both values whose contents differ (`Modified` of a comparison; added
 /// and removed fields are set differences of [`to_set`]).
 pub fn modified(old: &Value, new: &Value, ty: &Ty<'_>) -> Set {
+    modified_scoped(old, new, ty, Scope::All)
+}
+
+/// [`modified`] restricted to the top-level fields `scope` admits.
+pub fn modified_scoped(old: &Value, new: &Value, ty: &Ty<'_>, scope: Scope<'_>) -> Set {
     let mut out = Set::new();
-    modified_at(old, new, ty, true, &mut out, 0);
+    modified_at(old, new, ty, true, scope, &mut out, 0);
     out.member = false;
     out
 }
 
-fn modified_at(old: &Value, new: &Value, ty: &Ty<'_>, top: bool, out: &mut Set, depth: usize) {
+fn modified_at(
+    old: &Value,
+    new: &Value,
+    ty: &Ty<'_>,
+    top: bool,
+    scope: Scope<'_>,
+    out: &mut Set,
+    depth: usize,
+) {
     if depth > MAX_DEPTH {
         return;
     }
     match (old, new) {
         (Value::Object(a), Value::Object(b)) if !ty.atomic_map() => {
             for (k, bv) in b {
+                if !scope.admits(top, k) {
+                    continue;
+                }
                 if let Some(av) = a.get(k) {
                     let child = ty.field(k, top);
                     let node = out.child(field_pe(k));
-                    modified_at(av, bv, &child.ty, false, node, depth + 1);
+                    modified_at(av, bv, &child.ty, false, Scope::All, node, depth + 1);
                 }
             }
             out.prune();
@@ -275,7 +329,7 @@ fn modified_at(old: &Value, new: &Value, ty: &Ty<'_>, top: bool, out: &mut Set, 
                         for (bv, k) in b.iter().zip(&bk) {
                             if let Some(av) = olds.get(k.as_str()) {
                                 let node = out.child(k.clone());
-                                modified_at(av, bv, &item_ty, false, node, depth + 1);
+                                modified_at(av, bv, &item_ty, false, Scope::All, node, depth + 1);
                             }
                         }
                         out.prune();
