@@ -1,10 +1,10 @@
 //! Field-tracking overhead of the write path (harness = false):
 //! `cargo bench -p fleet-apiserver --bench ssa`.
 //!
-//! Prints the median microseconds per call of what every write now adds: `track_update` (an
-//! update that changes one field of an object with managedFields), and `apply` (a server-side
-//! apply that changes one field), for a Deployment with 10 containers and a ConfigMap with 200
-//! keys. For scale it also prints a plain `serde_json` decode of the same object, which every
+//! Prints the median microseconds per call of what every write now adds: `track_update` for an
+//! update of the main resource and for a `/status` write, and `apply` (a server-side apply
+//! changing the spec / every data value), for a Deployment with 10 containers and a ConfigMap
+//! with 200 keys. For scale it also prints a plain `serde_json` decode of the same object, which every
 //! write already pays. Environment: SSA_BENCH_RUNS (default 15), SSA_BENCH_ITERS (default 300).
 
 use std::hint::black_box;
@@ -102,6 +102,30 @@ fn bench(label: &str, info: &ResourceInfo, v1: Value, v2: Value, runs: usize, it
             None,
         ));
     });
+    // A status write (the hot path of controllers): only `status` is compared.
+    let mut with_status = live.clone();
+    if let Some(m) = with_status.as_object_mut() {
+        m.insert(
+            "status".into(),
+            json!({"observedGeneration": 1, "readyReplicas": 1}),
+        );
+    }
+    let mut status_changed = with_status.clone();
+    if let Some(m) = status_changed.as_object_mut() {
+        m.insert(
+            "status".into(),
+            json!({"observedGeneration": 2, "readyReplicas": 2}),
+        );
+    }
+    let status = time(runs, iters, || {
+        black_box(ssa::track_update(
+            info,
+            Some(black_box(&with_status)),
+            status_changed.clone(),
+            "controller",
+            Some("status"),
+        ));
+    });
     let apply = time(runs, iters, || {
         black_box(
             ssa::apply(
@@ -117,7 +141,7 @@ fn bench(label: &str, info: &ResourceInfo, v1: Value, v2: Value, runs: usize, it
         );
     });
     println!(
-        "{label:<28} object {:>6} B   decode {decode:>8.1} µs   track_update {update:>8.1} µs   apply {apply:>8.1} µs",
+        "{label:<28} object {:>6} B   decode {decode:>7.1} µs   update {update:>7.1} µs   status update {status:>7.1} µs   apply {apply:>7.1} µs",
         bytes.len()
     );
 }
