@@ -26,6 +26,7 @@ pub mod satoken;
 pub mod selectors;
 pub mod serve;
 pub mod serviceaccount;
+pub mod ssa;
 pub mod store;
 pub mod table;
 pub mod validation;

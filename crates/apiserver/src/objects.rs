@@ -122,7 +122,14 @@ pub fn same_object(a: &Value, b: &Value) -> bool {
     for v in [&mut a, &mut b] {
         if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
             m.remove("resourceVersion");
-            m.remove("managedFields");
+            // Ownership changes are changes; only the entries' timestamps are not.
+            if let Some(Value::Array(entries)) = m.get_mut("managedFields") {
+                for e in entries.iter_mut() {
+                    if let Some(e) = e.as_object_mut() {
+                        e.remove("time");
+                    }
+                }
+            }
         }
     }
     a == b

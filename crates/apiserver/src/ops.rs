@@ -359,6 +359,8 @@ impl ApiServer {
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
+        // Field ownership is recorded on every write, subresources included.
+        let managed = new.pointer("/metadata/managedFields").cloned();
         match sub {
             Some("status") => {
                 let status = new.get("status").cloned();
@@ -387,6 +389,13 @@ impl ApiServer {
                     };
                 }
             }
+        }
+        if sub.is_some() {
+            let m = meta_mut(new);
+            match managed {
+                Some(mf) => m.insert("managedFields".into(), mf),
+                None => m.remove("managedFields"),
+            };
         }
         let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
         let bump = sub.is_none() && spec_changed(old, new);

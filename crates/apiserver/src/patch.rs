@@ -12,7 +12,7 @@ use crate::app::ApiServer;
 use crate::errors::{ApiError, ApiResult};
 use crate::handlers::json_response;
 use crate::handlers::read::convert;
-use crate::objects::{get_path, meta_mut, meta_str, now, set_path};
+use crate::objects::{get_path, meta_mut, meta_str, set_path};
 use crate::ops::Written;
 use crate::registry::ResourceInfo;
 use crate::request::{Query, content_type, decode_json_or_yaml, read_body};
@@ -115,71 +115,6 @@ pub fn apply_patch(
     }
 }
 
-/// `fieldsV1` describing the fields a server-side apply body sets (lists are owned atomically).
-fn fields_v1(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut out = Map::new();
-            for (k, child) in m {
-                if k == "apiVersion" || k == "kind" {
-                    continue;
-                }
-                if k == "metadata" {
-                    if let Value::Object(mm) = child {
-                        let mut meta = Map::new();
-                        for f in ["labels", "annotations"] {
-                            if let Some(x) = mm.get(f) {
-                                meta.insert(format!("f:{f}"), fields_v1(x));
-                            }
-                        }
-                        out.insert("f:metadata".into(), Value::Object(meta));
-                    }
-                    continue;
-                }
-                out.insert(format!("f:{k}"), fields_v1(child));
-            }
-            Value::Object(out)
-        }
-        _ => json!({}),
-    }
-}
-
-/// Records a `managedFields` entry for a server-side apply by `manager`.
-fn stamp_managed_fields(
-    obj: &mut Value,
-    applied: &Value,
-    manager: &str,
-    api_version: &str,
-    subresource: Option<&str>,
-) {
-    let entry = {
-        let mut e = json!({
-            "manager": manager,
-            "operation": "Apply",
-            "apiVersion": api_version,
-            "time": now(),
-            "fieldsType": "FieldsV1",
-            "fieldsV1": fields_v1(applied),
-        });
-        if let Some(s) = subresource {
-            e["subresource"] = json!(s);
-        }
-        e
-    };
-    let m = meta_mut(obj);
-    let mf = m.entry("managedFields").or_insert_with(|| json!([]));
-    if !mf.is_array() {
-        *mf = json!([]);
-    }
-    if let Some(a) = mf.as_array_mut() {
-        a.retain(|e| {
-            !(e.get("manager").and_then(Value::as_str) == Some(manager)
-                && e.get("operation").and_then(Value::as_str) == Some("Apply"))
-        });
-        a.push(entry);
-    }
-}
-
 /// PATCH handler.
 #[allow(clippy::too_many_arguments)]
 pub async fn patch(
@@ -200,34 +135,44 @@ pub async fn patch(
             .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
     };
     if pt == PatchType::Apply {
-        if !patch.is_object() {
-            return Err(ApiError::bad_request("an apply patch must be an object"));
-        }
-        let manager = q.field_manager.clone().filter(|m| !m.is_empty()).ok_or_else(|| {
-            ApiError::bad_request("PATCH with application/apply-patch+yaml requires the fieldManager query parameter")
-        })?;
-        if let Some(n) = meta_str(&patch, "name").filter(|n| *n != name) {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({n}) does not match the name on the URL ({name})"
-            )));
-        }
+        let manager = crate::ssa::apply_manager(q, headers)?;
         if sub.is_none() && srv.store().get(&info.key(ns, name)).is_none() {
-            let mut obj = patch.clone();
-            meta_mut(&mut obj).insert("name".into(), json!(name));
-            stamp_managed_fields(&mut obj, &patch, &manager, &info.api_version(), None);
-            let w = srv.create(info, ns, obj, q.dry_run).await?;
-            return Ok(json_response(201, convert(info, &w.into_bytes())));
+            let obj = crate::ssa::apply(info, None, &patch, name, &manager, q.force, None)?;
+            match srv.create(info, ns, obj, q.dry_run).await {
+                Ok(w) => return Ok(json_response(201, convert(info, &w.into_bytes()))),
+                // Created concurrently: apply to it like to any existing object.
+                Err(e) if e.reason == "AlreadyExists" => {}
+                Err(e) => return Err(e),
+            }
         }
-        let av = info.api_version();
         let w = srv
             .guaranteed_update(info, ns, name, sub, q.dry_run, |cur| {
-                let mut new = apply_patch(info, pt, cur, &patch)?;
-                stamp_managed_fields(&mut new, &patch, &manager, &av, sub);
-                Ok(Some(new))
+                Ok(Some(crate::ssa::apply(
+                    info,
+                    Some(cur),
+                    &patch,
+                    name,
+                    &manager,
+                    q.force,
+                    sub,
+                )?))
             })
             .await?;
         return Ok(json_response(200, convert(info, &w.into_bytes())));
     }
+    if q.force {
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            vec![crate::errors::Cause {
+                field: "force".into(),
+                reason: "FieldValueForbidden",
+                message: "Forbidden: may not be specified for non-apply patch".into(),
+            }],
+        ));
+    }
+    let manager = crate::ssa::manager(q, headers, "PatchOptions")?;
     if sub == Some("scale") {
         let key = info.key(ns, name);
         let Some(cur) = srv.store().get(&key) else {
@@ -238,12 +183,19 @@ pub async fn patch(
         let scale = scale_of(info, &v);
         let scale_info = scale_resource_info();
         let patched = apply_patch(&scale_info, pt, &scale, &patch)?;
-        let out = write_scale(srv, info, ns, name, &patched, q.dry_run).await?;
+        let out = write_scale(srv, info, ns, name, &patched, q.dry_run, &manager).await?;
         return Ok(json_response(200, out));
     }
     let w = srv
         .guaranteed_update(info, ns, name, sub, q.dry_run, |cur| {
-            Ok(Some(apply_patch(info, pt, cur, &patch)?))
+            let new = apply_patch(info, pt, cur, &patch)?;
+            Ok(Some(crate::ssa::track_update(
+                info,
+                Some(cur),
+                new,
+                &manager,
+                sub,
+            )))
         })
         .await?;
     Ok(json_response(200, convert(info, &w.into_bytes())))
@@ -332,6 +284,7 @@ pub async fn write_scale(
     name: &str,
     scale: &Value,
     dry_run: bool,
+    manager: &str,
 ) -> ApiResult<Bytes> {
     let Some(paths) = info.scale.clone() else {
         return Err(ApiError::path_not_found("scale"));
@@ -366,7 +319,13 @@ pub async fn write_scale(
             if let Some(rv) = &rv {
                 meta_mut(&mut new).insert("resourceVersion".into(), json!(rv));
             }
-            Ok(Some(new))
+            Ok(Some(crate::ssa::track_update(
+                info,
+                Some(cur),
+                new,
+                manager,
+                Some("scale"),
+            )))
         })
         .await?;
     let v: Value = match w {

@@ -80,6 +80,19 @@ impl Schema {
         }
     }
 
+    /// How field `name` of this type is merged: its sub-schema, whether its patch strategy is `merge`,
+    /// its merge key and `x-kubernetes-list-map-keys`. Server-side apply derives list semantics
+    /// (associative, set, atomic) from exactly this metadata, so it is exposed read-only.
+    pub fn field_info(self, name: &str) -> FieldInfo {
+        let f = self.field_meta(name);
+        FieldInfo {
+            schema: f.sub,
+            merge: f.merge,
+            merge_key: f.merge_key,
+            list_map_keys: f.map_keys,
+        }
+    }
+
     fn of(idx: u16) -> Schema {
         if idx == NO_TYPE || usize::from(idx) >= TYPES.len() {
             Schema::none()
@@ -145,6 +158,19 @@ pub fn schema_for(api_version: &str, kind: &str) -> Option<Schema> {
         .ok()
         .and_then(|i| KINDS.get(i))
         .map(|(_, _, t)| Schema::of(*t))
+}
+
+/// Public view of one field's merge metadata (see [`Schema::field_info`]).
+#[derive(Clone, Copy, Debug)]
+pub struct FieldInfo {
+    /// Schema of the field's value (of its items, for lists).
+    pub schema: Schema,
+    /// `x-kubernetes-patch-strategy` contains `merge`.
+    pub merge: bool,
+    /// `x-kubernetes-patch-merge-key` (`""` when none).
+    pub merge_key: &'static str,
+    /// `x-kubernetes-list-map-keys` (empty when none).
+    pub list_map_keys: &'static [&'static str],
 }
 
 /// Metadata of one field as the algorithms need it.

@@ -48,6 +48,12 @@ pub struct Structural {
     pub min_items: Option<u64>,
     /// `maxItems`.
     pub max_items: Option<u64>,
+    /// `x-kubernetes-list-type` (`atomic`, `set`, `map`): server-side apply list semantics.
+    pub list_type: Option<String>,
+    /// `x-kubernetes-list-map-keys`: the key fields of a `map` list.
+    pub list_map_keys: Vec<String>,
+    /// `x-kubernetes-map-type` (`granular`, `atomic`): server-side apply map semantics.
+    pub map_type: Option<String>,
 }
 
 impl Structural {
@@ -79,6 +85,24 @@ impl Structural {
             max_length: m.get("maxLength").and_then(Value::as_u64),
             min_items: m.get("minItems").and_then(Value::as_u64),
             max_items: m.get("maxItems").and_then(Value::as_u64),
+            list_type: m
+                .get("x-kubernetes-list-type")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            list_map_keys: m
+                .get("x-kubernetes-list-map-keys")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            map_type: m
+                .get("x-kubernetes-map-type")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             ..Default::default()
         };
         if let Some(Value::Array(e)) = m.get("enum") {

@@ -36,6 +36,8 @@ pub async fn create(
             info.plural, info.plural
         )));
     }
+    let manager = crate::ssa::manager(q, headers, "CreateOptions")?;
+    let obj = crate::ssa::track_update(info, None, obj, &manager, None);
     let w = srv.create(info, ns, obj, q.dry_run).await?;
     Ok(respond(info, 201, w))
 }
@@ -55,12 +57,21 @@ pub async fn update(
     let bytes = read_body(body).await?;
     let obj = decode_object(&bytes, &content_type(headers))?;
     crate::ops::check_name_matches(&obj, name)?;
+    let manager = crate::ssa::manager(q, headers, "UpdateOptions")?;
     if sub == Some("scale") {
-        let w = crate::patch::write_scale(srv, info, ns, name, &obj, q.dry_run).await?;
+        let w = crate::patch::write_scale(srv, info, ns, name, &obj, q.dry_run, &manager).await?;
         return Ok(json_response(200, w));
     }
     let w = srv
-        .guaranteed_update(info, ns, name, sub, q.dry_run, |_| Ok(Some(obj.clone())))
+        .guaranteed_update(info, ns, name, sub, q.dry_run, |cur| {
+            Ok(Some(crate::ssa::track_update(
+                info,
+                Some(cur),
+                obj.clone(),
+                &manager,
+                sub,
+            )))
+        })
         .await?;
     Ok(respond(info, 200, w))
 }

@@ -1,0 +1,610 @@
+//! The value-level algorithms of server-side apply, driven by [`Ty`]: the field set a value
+//! sets, the merge of an applied configuration into a live object, the leaves two objects
+//! disagree on, and the removal of fields nobody owns any more.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::fieldpath::{Set, display_path, field_pe, key_pe, value_pe};
+use super::schema::{ListKind, Ty};
+
+/// How deep values may nest before they are refused (bodies are size-limited, but a deep value
+/// must not exhaust the stack either).
+const MAX_DEPTH: usize = 200;
+
+/// An applied configuration that cannot be interpreted with its type: the message names the
+/// field path, as kube-apiserver's `.spec.x: ...` errors do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeError(pub String);
+
+/// Key elements of every item of an associative list, or why the list cannot be keyed
+/// (an item that is not an object, a missing key field, a duplicate).
+fn list_keys(items: &[Value], kind: &ListKind) -> Result<Vec<String>, String> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let pe = match kind {
+            ListKind::Set => {
+                if item.is_object() || item.is_array() {
+                    return Err("a set may only hold scalar values".into());
+                }
+                value_pe(item)
+            }
+            ListKind::Map(keys) => {
+                let Value::Object(m) = item else {
+                    return Err("an associative list may only hold objects".into());
+                };
+                let mut fields = Vec::with_capacity(keys.len());
+                for k in keys {
+                    match m.get(k) {
+                        Some(v) if !v.is_null() => fields.push((k.clone(), v.clone())),
+                        // The only key field with a default in the built-in schemas.
+                        _ if k == "protocol" => fields.push((k.clone(), Value::from("TCP"))),
+                        _ => {
+                            return Err(format!(
+                                "associative list with keys has an element that omits key field {k:?} (and doesn't have default value)"
+                            ));
+                        }
+                    }
+                }
+                key_pe(&fields)
+            }
+            ListKind::Atomic => return Err("atomic list".into()),
+        };
+        if !seen.insert(pe.clone()) {
+            return Err(format!("duplicate entries for key {pe}"));
+        }
+        out.push(pe);
+    }
+    Ok(out)
+}
+
+fn path_string(path: &[String]) -> String {
+    let p = display_path(path);
+    if p.is_empty() { ".".into() } else { p }
+}
+
+/// Which top-level fields of an object a computation looks at: a write to `/status` only
+/// concerns `status`, a write to the main resource of a kind with a status subresource
+/// everything but `status`; skipping the rest up front keeps status writes cheap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope<'s> {
+    /// Every field.
+    All,
+    /// Only this top-level field.
+    Only(&'s str),
+    /// Every top-level field but this one.
+    Except(&'s str),
+}
+
+impl Scope<'_> {
+    fn admits(self, top: bool, key: &str) -> bool {
+        match self {
+            _ if !top => true,
+            Scope::All => true,
+            Scope::Only(k) => k == key,
+            Scope::Except(k) => k != key,
+        }
+    }
+}
+
+/// The set of fields a value sets. `strict` makes malformed associative lists an error (an
+/// applied configuration); otherwise they are owned atomically (objects written by updates,
+/// which must never fail because of field tracking).
+pub fn to_set(v: &Value, ty: &Ty<'_>, strict: bool) -> Result<Set, TypeError> {
+    to_set_scoped(v, ty, strict, Scope::All)
+}
+
+/// [`to_set`] restricted to the top-level fields `scope` admits.
+pub fn to_set_scoped(
+    v: &Value,
+    ty: &Ty<'_>,
+    strict: bool,
+    scope: Scope<'_>,
+) -> Result<Set, TypeError> {
+    let mut out = Set::new();
+    let mut path = Vec::new();
+    walk_set(v, ty, true, strict, scope, &mut out, &mut path)?;
+    out.member = false;
+    Ok(out)
+}
+
+fn walk_set(
+    v: &Value,
+    ty: &Ty<'_>,
+    top: bool,
+    strict: bool,
+    scope: Scope<'_>,
+    out: &mut Set,
+    path: &mut Vec<String>,
+) -> Result<(), TypeError> {
+    if path.len() > MAX_DEPTH {
+        return Err(TypeError(format!(
+            "{}: nested too deeply",
+            path_string(path)
+        )));
+    }
+    match v {
+        Value::Object(m) if !ty.atomic_map() => {
+            for (k, cv) in m {
+                if !scope.admits(top, k) {
+                    continue;
+                }
+                let child = ty.field(k, top);
+                let pe = field_pe(k);
+                path.push(pe.clone());
+                let node = out.child(pe);
+                walk_set(cv, &child.ty, false, strict, Scope::All, node, path)?;
+                path.pop();
+                let empty_map = cv.as_object().is_some_and(Map::is_empty);
+                if cv.is_null() || empty_map || !child.declared {
+                    node.member = true;
+                }
+            }
+        }
+        Value::Array(items) if ty.list != ListKind::Atomic => match list_keys(items, &ty.list) {
+            Ok(keys) => {
+                let item_ty = ty.item();
+                for (item, pe) in items.iter().zip(keys) {
+                    path.push(pe.clone());
+                    let node = out.child(pe);
+                    if matches!(ty.list, ListKind::Map(_)) {
+                        walk_set(item, &item_ty, false, strict, Scope::All, node, path)?;
+                    }
+                    node.member = true;
+                    path.pop();
+                }
+            }
+            Err(e) if strict => return Err(TypeError(format!("{}: {e}", path_string(path)))),
+            Err(_) => out.member = true,
+        },
+        v if strict && ty.list != ListKind::Atomic && !v.is_null() => {
+            return Err(TypeError(format!(
+                "{}: expected list, got {}",
+                path_string(path),
+                match v {
+                    Value::Object(_) => "map",
+                    Value::String(_) => "string",
+                    Value::Number(_) => "number",
+                    _ => "boolean",
+                }
+            )));
+        }
+        _ => out.member = true,
+    }
+    Ok(())
+}
+
+/// Merges an applied configuration into a live value: maps field by field, associative lists and
+/// sets item by item (live order kept, new items appended), everything else replaced. A `null`
+/// in the configuration removes the field.
+pub fn merge(live: &Value, config: &Value, ty: &Ty<'_>) -> Result<Value, TypeError> {
+    let mut path = Vec::new();
+    merge_at(live, config, ty, true, &mut path)
+}
+
+fn merge_at(
+    live: &Value,
+    config: &Value,
+    ty: &Ty<'_>,
+    top: bool,
+    path: &mut Vec<String>,
+) -> Result<Value, TypeError> {
+    if path.len() > MAX_DEPTH {
+        return Err(TypeError(format!(
+            "{}: nested too deeply",
+            path_string(path)
+        )));
+    }
+    match (live, config) {
+        (Value::Object(l), Value::Object(c)) if !ty.atomic_map() => {
+            let mut out = l.clone();
+            for (k, cv) in c {
+                if cv.is_null() {
+                    out.remove(k);
+                    continue;
+                }
+                let child = ty.field(k, top);
+                let merged = match l.get(k) {
+                    Some(lv) => {
+                        path.push(field_pe(k));
+                        let r = merge_at(lv, cv, &child.ty, false, path)?;
+                        path.pop();
+                        r
+                    }
+                    None => strip_nulls(cv),
+                };
+                out.insert(k.clone(), merged);
+            }
+            Ok(Value::Object(out))
+        }
+        (Value::Array(l), Value::Array(c)) if ty.list != ListKind::Atomic => {
+            let ckeys = list_keys(c, &ty.list)
+                .map_err(|e| TypeError(format!("{}: {e}", path_string(path))))?;
+            // A live list that cannot be keyed (written before by a client that ignored the
+            // schema) is replaced, as an atomic list would be.
+            let Ok(lkeys) = list_keys(l, &ty.list) else {
+                return Ok(strip_nulls(config));
+            };
+            let by_key: HashMap<&str, usize> = ckeys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (k.as_str(), i))
+                .collect();
+            let item_ty = ty.item();
+            let mut used = vec![false; c.len()];
+            let mut out = Vec::with_capacity(l.len() + c.len());
+            for (li, lk) in l.iter().zip(&lkeys) {
+                match by_key.get(lk.as_str()) {
+                    Some(&ci) => {
+                        if let Some(u) = used.get_mut(ci) {
+                            *u = true;
+                        }
+                        let cv = c.get(ci).unwrap_or(&Value::Null);
+                        path.push(lk.clone());
+                        let m = merge_at(li, cv, &item_ty, false, path)?;
+                        path.pop();
+                        out.push(m);
+                    }
+                    None => out.push(li.clone()),
+                }
+            }
+            for (ci, cv) in c.iter().enumerate() {
+                if !used.get(ci).copied().unwrap_or(true) {
+                    out.push(strip_nulls(cv));
+                }
+            }
+            Ok(Value::Array(out))
+        }
+        (_, Value::Array(c)) if ty.list != ListKind::Atomic => {
+            list_keys(c, &ty.list).map_err(|e| TypeError(format!("{}: {e}", path_string(path))))?;
+            Ok(strip_nulls(config))
+        }
+        _ => Ok(strip_nulls(config)),
+    }
+}
+
+/// A configuration value without its `null` fields (they mean "absent").
+fn strip_nulls(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, x)| !x.is_null())
+                .map(|(k, x)| (k.clone(), strip_nulls(x)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_nulls).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The leaves present in both values whose contents differ (`Modified` of a comparison; added
+/// and removed fields are set differences of [`to_set`]).
+pub fn modified(old: &Value, new: &Value, ty: &Ty<'_>) -> Set {
+    modified_scoped(old, new, ty, Scope::All)
+}
+
+/// [`modified`] restricted to the top-level fields `scope` admits.
+pub fn modified_scoped(old: &Value, new: &Value, ty: &Ty<'_>, scope: Scope<'_>) -> Set {
+    let mut out = Set::new();
+    modified_at(old, new, ty, true, scope, &mut out, 0);
+    out.member = false;
+    out
+}
+
+fn modified_at(
+    old: &Value,
+    new: &Value,
+    ty: &Ty<'_>,
+    top: bool,
+    scope: Scope<'_>,
+    out: &mut Set,
+    depth: usize,
+) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match (old, new) {
+        (Value::Object(a), Value::Object(b)) if !ty.atomic_map() => {
+            for (k, bv) in b {
+                if !scope.admits(top, k) {
+                    continue;
+                }
+                if let Some(av) = a.get(k) {
+                    let child = ty.field(k, top);
+                    let node = out.child(field_pe(k));
+                    modified_at(av, bv, &child.ty, false, Scope::All, node, depth + 1);
+                }
+            }
+            out.prune();
+        }
+        (Value::Array(a), Value::Array(b)) if ty.list != ListKind::Atomic => {
+            match (list_keys(a, &ty.list), list_keys(b, &ty.list)) {
+                (Ok(ak), Ok(bk)) => {
+                    if matches!(ty.list, ListKind::Map(_)) {
+                        let olds: HashMap<&str, &Value> =
+                            ak.iter().map(String::as_str).zip(a.iter()).collect();
+                        let item_ty = ty.item();
+                        for (bv, k) in b.iter().zip(&bk) {
+                            if let Some(av) = olds.get(k.as_str()) {
+                                let node = out.child(k.clone());
+                                modified_at(av, bv, &item_ty, false, Scope::All, node, depth + 1);
+                            }
+                        }
+                        out.prune();
+                    }
+                }
+                _ => {
+                    if old != new {
+                        out.member = true;
+                    }
+                }
+            }
+        }
+        _ => {
+            if old != new {
+                out.member = true;
+            }
+        }
+    }
+}
+
+/// Removes from `v` every member path of `remove`; a map or list emptied by that and in which
+/// `keep` owns nothing is removed as well, so a dropped field leaves no empty parent behind.
+pub fn remove_paths(v: &mut Value, remove: &Set, keep: &Set, ty: &Ty<'_>) {
+    remove_at(v, remove, Some(keep), ty, true, 0);
+}
+
+fn emptied(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+fn remove_at(
+    v: &mut Value,
+    remove: &Set,
+    keep: Option<&Set>,
+    ty: &Ty<'_>,
+    top: bool,
+    depth: usize,
+) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match v {
+        Value::Object(m) => {
+            for (pe, r) in &remove.children {
+                let Some(name) = pe.strip_prefix("f:") else {
+                    continue;
+                };
+                if r.member {
+                    m.remove(name);
+                    continue;
+                }
+                let child_keep = keep.and_then(|k| k.get(pe));
+                let drop = match m.get_mut(name) {
+                    Some(cv) => {
+                        let was_empty = emptied(cv);
+                        let child = ty.field(name, top);
+                        remove_at(cv, r, child_keep, &child.ty, false, depth + 1);
+                        !was_empty && emptied(cv) && child_keep.is_none()
+                    }
+                    None => false,
+                };
+                if drop {
+                    m.remove(name);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let Ok(keys) = list_keys(items, &ty.list) else {
+                return;
+            };
+            let item_ty = ty.item();
+            let mut out = Vec::with_capacity(items.len());
+            for (mut item, k) in std::mem::take(items).into_iter().zip(keys) {
+                match remove.get(&k) {
+                    Some(r) if r.member => {}
+                    Some(r) => {
+                        let child_keep = keep.and_then(|x| x.get(&k));
+                        remove_at(&mut item, r, child_keep, &item_ty, false, depth + 1);
+                        out.push(item);
+                    }
+                    None => out.push(item),
+                }
+            }
+            *items = out;
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::ResourceInfo;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn deployment() -> ResourceInfo {
+        crate::builtin::builtin_resources()
+            .into_iter()
+            .find(|r| r.kind == "Deployment")
+            .expect("built in")
+    }
+
+    fn deploy(containers: Value) -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "labels": {"app": "x"}},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": containers}}}
+        })
+    }
+
+    #[test]
+    fn field_set_of_a_deployment() {
+        let info = deployment();
+        let ty = Ty::root(&info);
+        let v = deploy(json!([{"name": "a", "image": "i", "args": ["x"],
+            "ports": [{"containerPort": 80}]}]));
+        let s = to_set(&v, &ty, true).expect("typed");
+        let fv = s.to_fields_v1();
+        let c = &fv["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"a\"}"];
+        assert_eq!(c["."], json!({}));
+        assert_eq!(c["f:args"], json!({}));
+        assert_eq!(
+            c["f:ports"]["k:{\"containerPort\":80,\"protocol\":\"TCP\"}"],
+            json!({".": {}, "f:containerPort": {}})
+        );
+        assert_eq!(fv["f:metadata"]["f:labels"]["f:app"], json!({}));
+    }
+
+    #[test]
+    fn malformed_associative_lists_are_refused_when_strict() {
+        let info = deployment();
+        let ty = Ty::root(&info);
+        for bad in [
+            json!(["not an object"]),
+            json!([{"image": "no name"}]),
+            json!([{"name": "a"}, {"name": "a"}]),
+        ] {
+            let err = to_set(&deploy(bad.clone()), &ty, true).expect_err("strict");
+            assert!(
+                err.0.starts_with(".spec.template.spec.containers: "),
+                "{err:?}"
+            );
+            // Lenient: owned atomically instead.
+            let s = to_set(&deploy(bad), &ty, false).expect("lenient");
+            assert!(s.has(&["f:spec", "f:template", "f:spec", "f:containers"]));
+        }
+    }
+
+    #[test]
+    fn merge_is_per_key_for_associative_lists_and_atomic_otherwise() {
+        let info = deployment();
+        let ty = Ty::root(&info);
+        let live = deploy(json!([{"name": "a", "image": "1", "args": ["x", "y"]},
+            {"name": "b", "image": "2"}]));
+        let cfg = deploy(json!([{"name": "c", "image": "3"},
+            {"name": "a", "image": "9", "args": ["z"]}]));
+        let m = merge(&live, &cfg, &ty).expect("merge");
+        assert_eq!(
+            m["spec"]["template"]["spec"]["containers"],
+            json!([{"name": "a", "image": "9", "args": ["z"]}, {"name": "b", "image": "2"},
+                {"name": "c", "image": "3"}])
+        );
+        let md = modified(&live, &m, &ty);
+        let paths: Vec<String> = md.paths().iter().map(|p| display_path(p)).collect();
+        assert_eq!(
+            paths,
+            vec![
+                ".spec.template.spec.containers[name=\"a\"].args",
+                ".spec.template.spec.containers[name=\"a\"].image"
+            ]
+        );
+    }
+
+    #[test]
+    fn removal_drops_emptied_parents_nobody_owns() {
+        let info = deployment();
+        let ty = Ty::root(&info);
+        let mut v =
+            deploy(json!([{"name": "a", "image": "1", "env": [{"name": "E", "value": "v"}]}]));
+        let mut rm = Set::new();
+        let a = key_pe(&[("name".into(), json!("a"))]);
+        let e = key_pe(&[("name".into(), json!("E"))]);
+        rm.insert(&[
+            "f:spec",
+            "f:template",
+            "f:spec",
+            "f:containers",
+            &a,
+            "f:env",
+            &e,
+        ]);
+        rm.insert(&["f:metadata", "f:labels", "f:app"]);
+        let mut keep = Set::new();
+        keep.insert(&[
+            "f:spec",
+            "f:template",
+            "f:spec",
+            "f:containers",
+            &a,
+            "f:image",
+        ]);
+        remove_paths(&mut v, &rm, &keep, &ty);
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"],
+            json!([{"name": "a", "image": "1"}])
+        );
+        assert!(v["metadata"].get("labels").is_none(), "{v}");
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            "[a-z]{0,3}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(5, 48, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map(
+                    prop_oneof![
+                        Just("name".to_string()),
+                        Just("containers".to_string()),
+                        Just("spec".to_string()),
+                        Just("template".to_string()),
+                        Just("metadata".to_string()),
+                        Just("finalizers".to_string()),
+                        "[a-z]{1,3}"
+                    ],
+                    inner,
+                    0..4
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// No input panics; a merged result always holds what the configuration sets, and the
+        /// configuration's own fields are a subset of the result's.
+        #[test]
+        fn merge_contains_the_configuration(live in arb_json(), cfg in arb_json()) {
+            let info = deployment();
+            let ty = Ty::root(&info);
+            let _ = to_set(&live, &ty, false);
+            if let (Ok(cs), Ok(m)) = (to_set(&cfg, &ty, true), merge(&live, &cfg, &ty)) {
+                let ms = to_set(&m, &ty, false).expect("lenient never fails");
+                // Only `null` fields are owned but absent.
+                let absent_ok = cs
+                    .difference(&ms)
+                    .paths()
+                    .iter()
+                    .all(|p| p.last().is_some_and(|l| l.starts_with("f:")));
+                prop_assert!(absent_ok);
+                // Merging the configuration again changes nothing.
+                let again = merge(&m, &cfg, &ty).expect("merges once, merges twice");
+                prop_assert_eq!(again, m);
+            }
+        }
+
+        /// Removing a value's own field set leaves nothing owned behind.
+        #[test]
+        fn removing_everything_owned_empties(v in arb_json()) {
+            let info = deployment();
+            let ty = Ty::root(&info);
+            let s = to_set(&v, &ty, false).expect("lenient");
+            let mut w = v.clone();
+            remove_paths(&mut w, &s, &Set::new(), &ty);
+            let left = to_set(&w, &ty, false).expect("lenient");
+            prop_assert!(left.is_empty() || !v.is_object(), "left {:?} of {}", left.paths(), v);
+        }
+    }
+}
