@@ -55,9 +55,12 @@ async fn call(
 }
 
 async fn setup() -> (ApiServer, Router) {
-    let srv = ApiServer::new(ApiServerConfig::in_memory())
-        .await
-        .expect("server");
+    // No background `default` ServiceAccounts: `synced` compares the policy's revision with the
+    // store's, and writes outside RBAC that land after a test's last RBAC write would make it wait
+    // for a revision the policy never sees.
+    let mut cfg = ApiServerConfig::in_memory();
+    cfg.service_accounts.create_default = false;
+    let srv = ApiServer::new(cfg).await.expect("server");
     let r = srv.router();
     let a = admin();
     for ns in ["a", "b"] {

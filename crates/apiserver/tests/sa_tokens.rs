@@ -211,7 +211,10 @@ async fn token_request_issues_a_working_token() {
             "system:authenticated"
         ])
     );
-    // It works for ordinary requests too (authorization is a separate layer).
+    // It works for ordinary requests too: discovery is open to every authenticated user, and
+    // anything else is refused by RBAC as this service account (authenticated, not authorized).
+    let (code, body) = call(&e.app, token, "GET", "/api/v1", Value::Null).await;
+    assert_eq!(code, 200, "{body}");
     let (code, list) = call(
         &e.app,
         token,
@@ -220,7 +223,14 @@ async fn token_request_issues_a_working_token() {
         Value::Null,
     )
     .await;
-    assert_eq!(code, 200, "{list}");
+    assert_eq!(code, 403, "{list}");
+    assert!(
+        list["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("User \"system:serviceaccount:default:"),
+        "{list}"
+    );
 
     // --duration
     let (code, v) = token_request(
