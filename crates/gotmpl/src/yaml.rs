@@ -216,6 +216,19 @@ impl Emitter {
         self.column = 0;
     }
 
+    /// A line break taken from the scalar itself (libyaml's `write_break`): `\n` is written as
+    /// the emitter's newline, any other break character (`\r`, U+0085, U+2028, U+2029) as
+    /// itself, and either way a new line starts.
+    fn write_break(&mut self, c: char) {
+        if c == '\n' {
+            self.newline();
+        } else {
+            let mut buf = [0u8; 4];
+            self.out.push_str(c.encode_utf8(&mut buf));
+            self.column = 0;
+        }
+    }
+
     fn indent_to(&mut self, n: usize) {
         for _ in 0..n {
             self.out.push(' ');
@@ -389,7 +402,7 @@ impl Emitter {
                 if !breaks && c == '\n' {
                     self.newline();
                 }
-                self.newline();
+                self.write_break(c);
                 breaks = true;
             } else {
                 if breaks {
@@ -479,7 +492,7 @@ impl Emitter {
         let mut buf = [0u8; 4];
         for &c in &chars {
             if is_break(c) {
-                self.newline();
+                self.write_break(c);
                 breaks = true;
             } else {
                 if breaks {

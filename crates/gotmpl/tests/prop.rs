@@ -83,7 +83,11 @@ fn arb_value() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i32>().prop_map(|i| Value::Float(i as f64)),
         (-1e6f64..1e6).prop_map(Value::Float),
-        "\\PC{0,30}".prop_map(Value::from),
+        // U+2028/U+2029 are line breaks to YAML 1.1 readers (go-yaml's too), so Helm's own
+        // toYaml/fromYaml does not round-trip them; tests/yaml_breaks.rs pins their exact output.
+        "\\PC{0,30}"
+            .prop_map(|s| s.replace(['\u{2028}', '\u{2029}'], "_"))
+            .prop_map(Value::from),
         prop_oneof![
             Just("yes"),
             Just("no"),
