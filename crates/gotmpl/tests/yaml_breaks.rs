@@ -17,7 +17,10 @@ fn line_separator_in_single_quotes() {
 
 #[test]
 fn line_separator_in_literal_block() {
-    assert_eq!(to_yaml("l1\nl2\u{2028}l3"), "v: |-\n  l1\n  l2\u{2028}  l3\n");
+    assert_eq!(
+        to_yaml("l1\nl2\u{2028}l3"),
+        "v: |-\n  l1\n  l2\u{2028}  l3\n"
+    );
 }
 
 #[test]
