@@ -143,6 +143,32 @@ fn kubectl_service_account_tokens() {
         "system:serviceaccount:team:default"
     );
     k.ok(&admin, &["create", "serviceaccount", "agent", "-n", "team"]);
+    // RBAC: the agent may read ConfigMaps in its namespace (the binding names the account, so it
+    // also applies to a later account of the same name).
+    k.ok(
+        &admin,
+        &[
+            "create",
+            "role",
+            "cm-reader",
+            "--verb=get,list",
+            "--resource=configmaps",
+            "-n",
+            "team",
+        ],
+    );
+    k.ok(
+        &admin,
+        &[
+            "create",
+            "rolebinding",
+            "agent-cm",
+            "--role=cm-reader",
+            "--serviceaccount=team:agent",
+            "-n",
+            "team",
+        ],
+    );
     k.ok(
         &admin,
         &[
