@@ -8,6 +8,7 @@ pub mod errors;
 pub mod gc;
 pub mod handlers;
 pub mod kinds;
+pub mod limits;
 pub mod objects;
 pub mod ops;
 pub mod patch;
