@@ -61,33 +61,48 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
 
 /// Whether anything other than metadata and status differs (what bumps `metadata.generation`).
 pub fn spec_changed(old: &Value, new: &Value) -> bool {
-    let strip = |v: &Value| -> Map<String, Value> {
-        v.as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(k, _)| {
-                        !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                    })
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
+    let empty = Map::new();
+    let a = old.as_object().unwrap_or(&empty);
+    let b = new.as_object().unwrap_or(&empty);
+    let counts = |k: &String| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind");
+    // Compared in place, both ways (a key present on one side only is a change).
+    let covered = |x: &Map<String, Value>, y: &Map<String, Value>| {
+        x.iter()
+            .filter(|(k, _)| counts(k))
+            .all(|(k, v)| y.get(k) == Some(v))
     };
-    strip(old) != strip(new)
+    !(covered(a, b) && covered(b, a))
 }
 
 /// Equality ignoring `metadata.resourceVersion` and `managedFields` timestamps: a write that
 /// changes nothing is skipped, as kube-apiserver does.
+///
+/// Compared in place (no copies): this runs on every update.
 pub fn same_object(a: &Value, b: &Value) -> bool {
-    let mut a = a.clone();
-    let mut b = b.clone();
-    for v in [&mut a, &mut b] {
-        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("resourceVersion");
-            m.remove("managedFields");
-        }
+    let (Some(ma), Some(mb)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    let skip_meta = |k: &String| !matches!(k.as_str(), "resourceVersion" | "managedFields");
+    // Same keys (metadata compared separately) with equal values.
+    let same_top = |x: &Map<String, Value>, y: &Map<String, Value>| {
+        x.iter()
+            .filter(|(k, _)| k.as_str() != "metadata")
+            .all(|(k, v)| y.get(k) == Some(v))
+    };
+    if !same_top(ma, mb) || !same_top(mb, ma) {
+        return false;
     }
-    a == b
+    match (ma.get("metadata"), mb.get("metadata")) {
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            let same_meta = |x: &Map<String, Value>, y: &Map<String, Value>| {
+                x.iter()
+                    .filter(|(k, _)| skip_meta(k))
+                    .all(|(k, v)| y.get(k) == Some(v))
+            };
+            same_meta(x, y) && same_meta(y, x)
+        }
+        (x, y) => x == y,
+    }
 }
 
 /// Reads a dotted path (`spec.replicas`).
@@ -130,6 +145,34 @@ mod tests {
         assert!(!spec_changed(&a, &b));
         let c = json!({"spec": {"x": 2}});
         assert!(spec_changed(&a, &c));
+    }
+
+    #[test]
+    fn same_object_ignores_resource_version_and_managed_fields_only() {
+        let a = json!({"metadata": {"name": "a", "resourceVersion": "1", "managedFields": [1]}, "data": {"x": "1"}});
+        let b = json!({"metadata": {"name": "a", "resourceVersion": "2"}, "data": {"x": "1"}});
+        assert!(same_object(&a, &b) && same_object(&b, &a));
+        let c = json!({"metadata": {"name": "a", "labels": {"l": "v"}}, "data": {"x": "1"}});
+        assert!(!same_object(&a, &c) && !same_object(&c, &a));
+        let d = json!({"metadata": {"name": "a"}, "data": {"x": "1"}, "extra": null});
+        assert!(!same_object(&a, &d) && !same_object(&d, &a));
+        let e = json!({"data": {"x": "1"}});
+        assert!(!same_object(&a, &e) && !same_object(&e, &a));
+        assert!(same_object(&json!(1), &json!(1)) && !same_object(&json!(1), &json!({})));
+    }
+
+    #[test]
+    fn spec_change_sees_added_and_removed_fields() {
+        let a = json!({"kind": "X", "spec": {"x": 1}});
+        assert!(spec_changed(
+            &a,
+            &json!({"kind": "Y", "spec": {"x": 1}, "data": null})
+        ));
+        assert!(spec_changed(
+            &json!({"kind": "Y", "spec": {"x": 1}, "data": null}),
+            &a
+        ));
+        assert!(!spec_changed(&a, &json!({"kind": "Y", "spec": {"x": 1}})));
     }
 
     #[test]
