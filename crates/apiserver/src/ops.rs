@@ -110,12 +110,9 @@ fn being_deleted(obj: &Obj) -> ApiResult<bool> {
 /// Checks `apiVersion`/`kind` of a body against the endpoint, filling them in when absent.
 pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
     let want_av = info.api_version();
-    let av = obj
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let kind = obj.get("kind").and_then(Value::as_str).map(str::to_string);
-    if let Some(av) = av.as_deref().filter(|s| !s.is_empty()) {
+    let av = obj.get("apiVersion").and_then(Value::as_str);
+    let kind = obj.get("kind").and_then(Value::as_str);
+    if let Some(av) = av.filter(|s| !s.is_empty()) {
         // Any served version of the same group is accepted and converted (no schema changes
         // between CRD versions: the "None" conversion strategy).
         let group = av.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
@@ -125,13 +122,17 @@ pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
             )));
         }
     }
-    if let Some(k) = kind.as_deref().filter(|s| !s.is_empty())
+    if let Some(k) = kind.filter(|s| !s.is_empty())
         && k != info.kind
     {
         return Err(ApiError::bad_request(format!(
             "the kind in the data ({k}) does not match the expected kind ({})",
             info.kind
         )));
+    }
+    // The usual body already names exactly this type: nothing to rewrite.
+    if av == Some(want_av.as_str()) && kind == Some(info.kind.as_str()) {
+        return Ok(());
     }
     if let Some(m) = obj.as_object_mut() {
         m.insert("apiVersion".into(), json!(want_av));
@@ -407,7 +408,8 @@ impl ApiServer {
                 }
             }
         }
-        let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
+        let no_meta = Value::Object(Default::default());
+        let old_meta = old.get("metadata").unwrap_or(&no_meta);
         let bump = sub.is_none() && spec_changed(old, new);
         {
             let m = meta_mut(new);

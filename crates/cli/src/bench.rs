@@ -792,9 +792,12 @@ async fn tls_clients_scenario(
     for (label, configs) in [("full handshake", &full), ("resumed session", &resume)] {
         for &c in &args.tls_concurrency {
             let (mut rates, mut p50s, mut p99s) = (Vec::new(), Vec::new(), Vec::new());
+            let mut cpus = Vec::new();
             let mut resumed_total = 0;
             for _ in 0..runs {
+                let cpu = cpu_seconds();
                 let (rate, lat, resumed) = tls_client_pass(addr, configs, c).await?;
+                cpus.push((cpu_seconds() - cpu) * 1e6 / lat.len().max(1) as f64);
                 rates.push(rate);
                 p50s.push(percentile(&lat, 0.50));
                 p99s.push(percentile(&lat, 0.99));
@@ -802,10 +805,12 @@ async fn tls_clients_scenario(
             }
             println!(
                 "tls-clients: {label}, {c:>3} concurrent: {} connections/s (handshake + GET), \
-                 p50 {:.2} ms, p99 {:.2} ms; resumed {resumed_total}/{}   (runs: {})",
+                 p50 {:.2} ms, p99 {:.2} ms; cpu {:.0} us per connection (client and server); \
+                 resumed {resumed_total}/{}   (runs: {})",
                 fmt_rate(median(&mut rates.clone())),
                 median(&mut p50s),
                 median(&mut p99s),
+                median(&mut cpus),
                 n * runs,
                 list_rates(&rates),
             );
