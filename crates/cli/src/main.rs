@@ -38,11 +38,6 @@ enum Command {
     Install(install_cmd::InstallArgs),
 }
 
-/// mimalloc instead of glibc malloc: the API server's request path allocates and frees from
-/// many threads, and under glibc that was a fifth of its instructions (`fleet bench apiserver`).
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
