@@ -1,8 +1,8 @@
 //! A Kubernetes-compatible API server: storage, REST, watch, discovery, CRDs. Knows nothing of Fleet.
 pub mod app;
 pub mod auth;
-pub mod authz;
 pub mod authn_reviews;
+pub mod authz;
 pub mod builtin;
 pub mod crd;
 pub mod discovery;
@@ -11,6 +11,7 @@ pub mod gc;
 pub mod handlers;
 pub mod impersonate;
 pub mod kinds;
+pub mod limits;
 pub mod objects;
 pub mod openapi;
 pub mod ops;

@@ -99,40 +99,69 @@ pub fn tracks_generation(info: &crate::registry::ResourceInfo) -> bool {
 
 /// Whether anything other than metadata and status differs (what bumps `metadata.generation`).
 pub fn spec_changed(old: &Value, new: &Value) -> bool {
-    let strip = |v: &Value| -> Map<String, Value> {
-        v.as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(k, _)| {
-                        !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                    })
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
+    let empty = Map::new();
+    let a = old.as_object().unwrap_or(&empty);
+    let b = new.as_object().unwrap_or(&empty);
+    let counts = |k: &String| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind");
+    // Compared in place, both ways (a key present on one side only is a change).
+    let covered = |x: &Map<String, Value>, y: &Map<String, Value>| {
+        x.iter()
+            .filter(|(k, _)| counts(k))
+            .all(|(k, v)| y.get(k) == Some(v))
     };
-    strip(old) != strip(new)
+    !(covered(a, b) && covered(b, a))
 }
 
 /// Equality ignoring `metadata.resourceVersion` and `managedFields` timestamps: a write that
 /// changes nothing is skipped, as kube-apiserver does.
+///
+/// Compared in place (no copies): this runs on every update.
 pub fn same_object(a: &Value, b: &Value) -> bool {
-    let mut a = a.clone();
-    let mut b = b.clone();
-    for v in [&mut a, &mut b] {
-        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("resourceVersion");
-            // Ownership changes are changes; only the entries' timestamps are not.
-            if let Some(Value::Array(entries)) = m.get_mut("managedFields") {
-                for e in entries.iter_mut() {
-                    if let Some(e) = e.as_object_mut() {
-                        e.remove("time");
-                    }
-                }
-            }
+    let (Some(ma), Some(mb)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    // Ownership changes are changes; only managedFields entries' timestamps are not.
+    let same_value = |k: &str, v: &Value, w: Option<&Value>| match (k, v, w) {
+        ("managedFields", Value::Array(x), Some(Value::Array(y))) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(e, f)| same_entry(e, f))
         }
+        (_, v, w) => w == Some(v),
+    };
+    // Same keys (metadata compared separately) with equal values.
+    let same_top = |x: &Map<String, Value>, y: &Map<String, Value>| {
+        x.iter()
+            .filter(|(k, _)| k.as_str() != "metadata")
+            .all(|(k, v)| y.get(k) == Some(v))
+    };
+    if !same_top(ma, mb) || !same_top(mb, ma) {
+        return false;
     }
-    a == b
+    match (ma.get("metadata"), mb.get("metadata")) {
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            let same_meta = |x: &Map<String, Value>, y: &Map<String, Value>| {
+                x.iter()
+                    .filter(|(k, _)| k.as_str() != "resourceVersion")
+                    .all(|(k, v)| same_value(k, v, y.get(k)))
+            };
+            same_meta(x, y) && same_meta(y, x)
+        }
+        (x, y) => x == y,
+    }
+}
+
+/// Two managedFields entries are the same if they differ at most in `time`.
+fn same_entry(e: &Value, f: &Value) -> bool {
+    match (e.as_object(), f.as_object()) {
+        (Some(x), Some(y)) => {
+            let covered = |x: &Map<String, Value>, y: &Map<String, Value>| {
+                x.iter()
+                    .filter(|(k, _)| k.as_str() != "time")
+                    .all(|(k, v)| y.get(k) == Some(v))
+            };
+            covered(x, y) && covered(y, x)
+        }
+        _ => e == f,
+    }
 }
 
 /// Reads a dotted path (`spec.replicas`).
@@ -175,6 +204,34 @@ mod tests {
         assert!(!spec_changed(&a, &b));
         let c = json!({"spec": {"x": 2}});
         assert!(spec_changed(&a, &c));
+    }
+
+    #[test]
+    fn same_object_ignores_resource_version_and_managed_fields_only() {
+        let a = json!({"metadata": {"name": "a", "resourceVersion": "1", "managedFields": [1]}, "data": {"x": "1"}});
+        let b = json!({"metadata": {"name": "a", "resourceVersion": "2"}, "data": {"x": "1"}});
+        assert!(same_object(&a, &b) && same_object(&b, &a));
+        let c = json!({"metadata": {"name": "a", "labels": {"l": "v"}}, "data": {"x": "1"}});
+        assert!(!same_object(&a, &c) && !same_object(&c, &a));
+        let d = json!({"metadata": {"name": "a"}, "data": {"x": "1"}, "extra": null});
+        assert!(!same_object(&a, &d) && !same_object(&d, &a));
+        let e = json!({"data": {"x": "1"}});
+        assert!(!same_object(&a, &e) && !same_object(&e, &a));
+        assert!(same_object(&json!(1), &json!(1)) && !same_object(&json!(1), &json!({})));
+    }
+
+    #[test]
+    fn spec_change_sees_added_and_removed_fields() {
+        let a = json!({"kind": "X", "spec": {"x": 1}});
+        assert!(spec_changed(
+            &a,
+            &json!({"kind": "Y", "spec": {"x": 1}, "data": null})
+        ));
+        assert!(spec_changed(
+            &json!({"kind": "Y", "spec": {"x": 1}, "data": null}),
+            &a
+        ));
+        assert!(!spec_changed(&a, &json!({"kind": "Y", "spec": {"x": 1}})));
     }
 
     #[test]

@@ -89,15 +89,30 @@ fn decode(obj: &Obj) -> ApiResult<Value> {
         .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))
 }
 
+/// Whether a stored object has `metadata.deletionTimestamp`, without building a `Value` of it:
+/// every create checks its namespace this way, so it must not cost a full decode.
+fn being_deleted(obj: &Obj) -> ApiResult<bool> {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(rename = "deletionTimestamp", default)]
+        deletion_timestamp: Option<serde::de::IgnoredAny>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Partial {
+        #[serde(default)]
+        metadata: Option<Meta>,
+    }
+    let p: Partial = serde_json::from_slice(&obj.json)
+        .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))?;
+    Ok(p.metadata.is_some_and(|m| m.deletion_timestamp.is_some()))
+}
+
 /// Checks `apiVersion`/`kind` of a body against the endpoint, filling them in when absent.
 pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
     let want_av = info.api_version();
-    let av = obj
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let kind = obj.get("kind").and_then(Value::as_str).map(str::to_string);
-    if let Some(av) = av.as_deref().filter(|s| !s.is_empty()) {
+    let av = obj.get("apiVersion").and_then(Value::as_str);
+    let kind = obj.get("kind").and_then(Value::as_str);
+    if let Some(av) = av.filter(|s| !s.is_empty()) {
         // Any served version of the same group is accepted and converted (no schema changes
         // between CRD versions: the "None" conversion strategy).
         let group = av.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
@@ -107,13 +122,17 @@ pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
             )));
         }
     }
-    if let Some(k) = kind.as_deref().filter(|s| !s.is_empty())
+    if let Some(k) = kind.filter(|s| !s.is_empty())
         && k != info.kind
     {
         return Err(ApiError::bad_request(format!(
             "the kind in the data ({k}) does not match the expected kind ({})",
             info.kind
         )));
+    }
+    // The usual body already names exactly this type: nothing to rewrite.
+    if av == Some(want_av.as_str()) && kind == Some(info.kind.as_str()) {
+        return Ok(());
     }
     if let Some(m) = obj.as_object_mut() {
         m.insert("apiVersion".into(), json!(want_av));
@@ -129,8 +148,7 @@ impl ApiServer {
         let Some(obj) = self.store().get(&key) else {
             return Err(ApiError::not_found("", "namespaces", ns));
         };
-        let v = decode(&obj)?;
-        if v.pointer("/metadata/deletionTimestamp").is_some() {
+        if being_deleted(&obj)? {
             return Err(ApiError::forbidden(format!(
                 "unable to create new content in namespace {ns} because it is being terminated"
             ))
@@ -226,7 +244,13 @@ impl ApiServer {
         loop {
             let name = meta_str(&obj, "name").unwrap_or("").to_string();
             let key = info.key(ns.as_deref(), &name);
-            match self.store().create(&key, obj.clone()).await {
+            // The object is only needed again to retry a generated name.
+            let value = if generate.is_some() {
+                obj.clone()
+            } else {
+                std::mem::take(&mut obj)
+            };
+            match self.store().create(&key, value).await {
                 Ok(o) => {
                     kinds::after_write(self, info, &o, false);
                     return Ok(Written::Stored(o));
@@ -290,12 +314,12 @@ impl ApiServer {
             let Some(cur) = self.store().get(&key) else {
                 return Err(ApiError::not_found(&info.group, &info.plural, name));
             };
-            let old = decode(&cur)?;
+            let mut old = decode(&cur)?;
             // The callback sees the object without its resourceVersion, so that only a version
-            // the client itself supplied acts as a precondition.
-            let mut view = old.clone();
-            meta_mut(&mut view).remove("resourceVersion");
-            let Some(mut new) = mutate(&view)? else {
+            // the client itself supplied acts as a precondition. Nothing below reads the old
+            // resourceVersion (`cur.rev` is the precondition), so `old` itself is that view.
+            meta_mut(&mut old).remove("resourceVersion");
+            let Some(mut new) = mutate(&old)? else {
                 return Ok(Written::Stored(cur));
             };
             // A resourceVersion in the desired object is a precondition.
@@ -397,7 +421,8 @@ impl ApiServer {
                 None => m.remove("managedFields"),
             };
         }
-        let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
+        let no_meta = Value::Object(Default::default());
+        let old_meta = old.get("metadata").unwrap_or(&no_meta);
         let bump = sub.is_none() && spec_changed(old, new);
         {
             let m = meta_mut(new);

@@ -261,6 +261,12 @@ impl Pki {
             .with_single_cert(chain, key)
             .map_err(|e| PkiError::Tls(e.to_string()))?;
         cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        // Stateless TLS 1.3 session tickets (as Go's crypto/tls issues by default): a returning
+        // client resumes without the certificate exchange, however many clients there are (the
+        // default stateful cache holds 256 sessions). Resumed sessions keep the client's
+        // certificate, so x509 identities still apply.
+        cfg.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new()
+            .map_err(|e| PkiError::Tls(format!("session ticketer: {e}")))?;
         Ok(Arc::new(cfg))
     }
 

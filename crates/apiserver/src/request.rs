@@ -40,6 +40,10 @@ pub enum Target {
 }
 
 fn decode_segment(s: &str) -> ApiResult<String> {
+    // Almost every segment has nothing to decode: skip building a query string for it.
+    if !s.is_empty() && !s.contains('%') {
+        return Ok(s.to_string());
+    }
     let d: String = form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
         .next()
         .map(|(_, v)| v.into_owned())

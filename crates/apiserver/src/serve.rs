@@ -19,6 +19,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{self, Authenticator, PeerIdentity};
+use crate::limits::{self, Linger, LingerFlag};
 
 /// Tunables of the accept loop.
 #[derive(Clone, Debug)]
@@ -69,8 +70,8 @@ where
     let acceptor = TlsAcceptor::from(tls);
     let graceful = GracefulShutdown::new();
     let closing = CancellationToken::new();
-    let app =
-        end_watches_on(app, closing.clone()).layer(axum::middleware::from_fn(refuse_oversized));
+    let app = end_watches_on(app, closing.clone())
+        .layer(axum::middleware::from_fn(limits::refuse_oversized));
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -161,12 +162,16 @@ async fn serve_connection(
         .peer_certificates()
         .and_then(|chain| chain.first())
         .and_then(auth::identity_from_cert);
+    let linger = LingerFlag::default();
     let svc = tower::ServiceBuilder::new()
         .layer(Extension(PeerIdentity(identity)))
+        .layer(Extension(linger.clone()))
         .layer(Extension(RemoteAddr(remote)))
         .service(app);
-    let conn =
-        builder.serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(svc));
+    let conn = builder.serve_connection_with_upgrades(
+        TokioIo::new(Linger::new(stream, linger)),
+        TowerToHyperService::new(svc),
+    );
     if let Err(e) = watcher.watch(conn.into_owned()).await {
         tracing::debug!(%remote, error = %e, "connection ended with an error");
     }
@@ -202,43 +207,6 @@ fn end_watches_on(app: Router, closing: CancellationToken) -> Router {
             }
         },
     ))
-}
-
-/// The most a refused body is read (and discarded) so its sender can still read our answer.
-const DRAIN_LIMIT: u64 = 64 * 1024 * 1024;
-
-/// Answers 413 to a request whose declared Content-Length exceeds the API's body limit, after
-/// reading and discarding the body: closing a socket with unread request data resets the
-/// connection, and the client would see a broken pipe instead of the Status.
-async fn refuse_oversized(
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    use http_body_util::BodyExt;
-    let declared = req
-        .headers()
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    let Some(len) = declared.filter(|l| *l > crate::request::MAX_BODY as u64) else {
-        return next.run(req).await;
-    };
-    let mut resp = crate::errors::ApiError::too_large(crate::request::MAX_BODY).into_response();
-    if len <= DRAIN_LIMIT {
-        let mut body = req.into_body();
-        while let Some(frame) = body.frame().await {
-            if frame.is_err() {
-                break;
-            }
-        }
-    } else {
-        resp.headers_mut().insert(
-            axum::http::header::CONNECTION,
-            axum::http::HeaderValue::from_static("close"),
-        );
-    }
-    resp
 }
 
 /// A response body that ends (cleanly, no error) once shutdown begins.

@@ -57,6 +57,12 @@ enum Scenario {
     List,
     /// Resident memory with 1,000,000 stored objects.
     Memory,
+    /// TLS handshake plus request rate of 1,000 distinct clients: each has its own client
+    /// certificate from the server's CA (CN=user-N, O=group-N), opens a fresh connection, does a
+    /// full handshake and one authenticated GET (`/api`); reports connections/s and p50/p99
+    /// latency per concurrency level, then the same with TLS 1.3 session resumption (the server
+    /// issues session tickets, so a returning client skips the certificate exchange).
+    TlsClients,
 }
 
 /// Where the benchmark server keeps its data.
@@ -103,6 +109,12 @@ struct ApiserverArgs {
     /// Objects for the memory scenario.
     #[arg(long, default_value_t = 1_000_000)]
     memory_objects: usize,
+    /// Distinct clients (certificates) for the tls-clients scenario.
+    #[arg(long, default_value_t = 1_000)]
+    tls_clients: usize,
+    /// Concurrency levels (connections in flight) for the tls-clients scenario.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 16, 64])]
+    tls_concurrency: Vec<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -157,6 +169,7 @@ async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
     let scenarios: Vec<Scenario> = if args.scenario.is_empty() {
         vec![
             Scenario::Write,
+            Scenario::TlsClients,
             Scenario::Watch,
             Scenario::List,
             Scenario::Memory,
@@ -189,6 +202,9 @@ async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
         c.create_namespace(ns).await?;
     }
 
+    if scenarios.contains(&Scenario::TlsClients) {
+        tls_clients_scenario(&server, &args, runs).await?;
+    }
     // Objects stored so far: they count toward the memory scenario's total.
     let mut stored = 0usize;
     if scenarios.contains(&Scenario::Write) {
@@ -231,6 +247,8 @@ struct BenchServer {
     url: String,
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// The CA, to issue the tls-clients scenario's certificates.
+    pki: Pki,
     _api: ApiServer,
 }
 
@@ -266,6 +284,7 @@ impl BenchServer {
             url: pki::server_url(addr),
             stop,
             task,
+            pki,
             _api: api,
         })
     }
@@ -379,19 +398,68 @@ impl Conn {
 
 /// A ConfigMap whose serialized payload is `size` bytes.
 fn config_map(ns: &str, name: &str, size: usize, seq: u64) -> Bytes {
-    let payload = "x".repeat(size);
-    serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": ns, "labels": {"app": "bench"}},
-        "data": {"payload": payload, "bench-seq": seq.to_string()},
-    })
-    .to_string()
-    .into()
+    ConfigMapTemplate::new(ns, size).render(name, None, seq)
+}
+
+/// The bench ConfigMap's JSON with holes for its name and sequence number, built once per write
+/// stream: a request then costs one buffer copy instead of building and serializing a JSON
+/// value, so the client (which shares the CPU with the server) stays lean.
+struct ConfigMapTemplate {
+    /// Up to the name's opening quote.
+    head: &'static str,
+    /// After the name (and resourceVersion) up to the sequence number.
+    middle: String,
+    /// After the sequence number.
+    tail: &'static str,
+}
+
+impl ConfigMapTemplate {
+    fn new(ns: &str, size: usize) -> ConfigMapTemplate {
+        // Serialized with serde_json so that any namespace is escaped correctly.
+        let ns_json = serde_json::Value::from(ns).to_string();
+        ConfigMapTemplate {
+            head: r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":""#,
+            middle: format!(
+                r#","namespace":{ns_json},"labels":{{"app":"bench"}}}},"data":{{"payload":"{}","bench-seq":""#,
+                "x".repeat(size)
+            ),
+            tail: r#""}}"#,
+        }
+    }
+
+    /// The body for object `name` (a DNS-1123 name: nothing to escape) carrying `seq`, with
+    /// `metadata.resourceVersion` when given (an update's precondition, as kubectl sends it).
+    fn render(&self, name: &str, rv: Option<u64>, seq: u64) -> Bytes {
+        use std::io::Write as _;
+        let mut out = Vec::with_capacity(self.head.len() + name.len() + self.middle.len() + 64);
+        out.extend_from_slice(self.head.as_bytes());
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'"');
+        if let Some(rv) = rv {
+            let _ = write!(out, r#","resourceVersion":"{rv}""#);
+        }
+        out.extend_from_slice(self.middle.as_bytes());
+        let _ = write!(out, "{seq}");
+        out.extend_from_slice(self.tail.as_bytes());
+        Bytes::from(out)
+    }
+}
+
+/// `metadata.resourceVersion` of a written object, found in the raw answer (the bench objects
+/// carry no other field of that name).
+fn find_rv(body: &[u8]) -> Option<u64> {
+    const RV: &[u8] = b"\"resourceVersion\":\"";
+    let at = memchr::memmem::find(body, RV)? + RV.len();
+    let rest = body.get(at..)?;
+    let end = rest.iter().position(|b| *b == b'"')?;
+    std::str::from_utf8(rest.get(..end)?).ok()?.parse().ok()
 }
 
 /// Writes `count` objects named `{prefix}-{i}` (i from `start`) with `clients` connections; for
-/// `update`, replaces existing ones instead. Returns the successful writes; failures abort.
+/// `update`, replaces existing ones instead. With `rvs`, every write records the object's new
+/// resourceVersion at its index and an update sends the recorded one as its precondition (a
+/// conflict then fails the run), as `kubectl replace` does. Returns the successful writes;
+/// failures abort.
 // The knobs of one write stream are all independent numbers; a struct would only rename them.
 #[allow(clippy::too_many_arguments)]
 async fn drive_writes(
@@ -403,36 +471,54 @@ async fn drive_writes(
     size: usize,
     clients: usize,
     update: bool,
+    rvs: Option<Arc<Vec<AtomicU64>>>,
 ) -> anyhow::Result<usize> {
     let next = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..clients.max(1) {
         let target = target.clone();
         let next = next.clone();
+        let rvs = rvs.clone();
         let (ns, prefix) = (ns.to_string(), prefix.to_string());
         tasks.push(tokio::spawn(async move {
+            let template = ConfigMapTemplate::new(&ns, size);
+            let collection = format!("/api/v1/namespaces/{ns}/configmaps");
             let mut conn = target.connect().await?;
             let mut done = 0usize;
+            let mut name = String::new();
+            let mut path = String::new();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= count {
                     break;
                 }
-                let name = format!("{prefix}-{}", start + i);
+                name.clear();
+                {
+                    use std::fmt::Write as _;
+                    let _ = write!(name, "{prefix}-{}", start + i);
+                }
                 // Updates change the content (a no-op update writes nothing, as in Kubernetes).
                 let seq = if update { (i + count) as u64 } else { i as u64 };
-                let body = config_map(&ns, &name, size, seq);
-                let (method, path) = if update {
-                    (
-                        Method::PUT,
-                        format!("/api/v1/namespaces/{ns}/configmaps/{name}"),
-                    )
+                let slot = rvs.as_ref().and_then(|r| r.get(i));
+                let rv = slot
+                    .map(|a| a.load(Ordering::Relaxed))
+                    .filter(|rv| update && *rv > 0);
+                let body = template.render(&name, rv, seq);
+                path.clear();
+                path.push_str(&collection);
+                let method = if update {
+                    path.push('/');
+                    path.push_str(&name);
+                    Method::PUT
                 } else {
-                    (Method::POST, format!("/api/v1/namespaces/{ns}/configmaps"))
+                    Method::POST
                 };
                 let (status, resp) = conn.call(method, &path, Some(body)).await?;
                 if !status.is_success() {
                     bail!("{path}: {status} {}", String::from_utf8_lossy(&resp));
+                }
+                if let Some(slot) = slot {
+                    slot.store(find_rv(&resp).unwrap_or(0), Ordering::Relaxed);
                 }
                 done += 1;
             }
@@ -455,7 +541,7 @@ async fn fill(
     size: usize,
     clients: usize,
 ) -> anyhow::Result<usize> {
-    drive_writes(target, ns, prefix, start, count, size, clients, false).await
+    drive_writes(target, ns, prefix, start, count, size, clients, false, None).await
 }
 
 /// Returns how many objects it left in the store.
@@ -474,42 +560,49 @@ async fn write_scenario(
         };
         let mut creates = Vec::new();
         let mut updates = Vec::new();
+        // Process CPU time (server and client together) per write: steadier than the rate on a
+        // shared machine, where other processes take turns on the same cores.
+        let mut create_cpu = Vec::new();
+        let mut update_cpu = Vec::new();
         for run in 0..runs {
             let prefix = format!("c{clients}-r{run}");
-            let t = Instant::now();
-            let n = drive_writes(
-                target,
-                NS_WRITE,
-                &prefix,
-                0,
-                writes,
-                args.object_size,
-                clients,
-                false,
-            )
-            .await?;
-            creates.push(n as f64 / t.elapsed().as_secs_f64());
-            stored += n;
-            let t = Instant::now();
-            let n = drive_writes(
-                target,
-                NS_WRITE,
-                &prefix,
-                0,
-                writes,
-                args.object_size,
-                clients,
-                true,
-            )
-            .await?;
-            updates.push(n as f64 / t.elapsed().as_secs_f64());
+            let rvs: Arc<Vec<AtomicU64>> =
+                Arc::new((0..writes).map(|_| AtomicU64::new(0)).collect());
+            for update in [false, true] {
+                let (t, cpu) = (Instant::now(), cpu_seconds());
+                let n = drive_writes(
+                    target,
+                    NS_WRITE,
+                    &prefix,
+                    0,
+                    writes,
+                    args.object_size,
+                    clients,
+                    update,
+                    Some(rvs.clone()),
+                )
+                .await?;
+                let rate = n as f64 / t.elapsed().as_secs_f64();
+                let cpu_us = (cpu_seconds() - cpu) * 1e6 / n.max(1) as f64;
+                if update {
+                    updates.push(rate);
+                    update_cpu.push(cpu_us);
+                } else {
+                    creates.push(rate);
+                    create_cpu.push(cpu_us);
+                    stored += n;
+                }
+            }
         }
         println!(
             "write: {clients:>3} clients, {} B objects, {writes} writes/run: create {} writes/s, \
-             update {} writes/s   (runs: create {}; update {})",
+             update {} writes/s; cpu per write: create {:.0} us, update {:.0} us   \
+             (runs: create {}; update {})",
             args.object_size,
             fmt_rate(median(&mut creates.clone())),
             fmt_rate(median(&mut updates.clone())),
+            median(&mut create_cpu.clone()),
+            median(&mut update_cpu.clone()),
             list_rates(&creates),
             list_rates(&updates),
         );
@@ -574,6 +667,155 @@ async fn list_scenario(target: &Target, objects: usize, runs: usize) -> anyhow::
         list_secs(&whole),
         list_secs(&paged),
     );
+    Ok(())
+}
+
+/// One client of the tls-clients scenario: its TLS configurations with its own certificate.
+struct TlsClient {
+    /// Resumption disabled: every connection is a full handshake.
+    full: Arc<rustls::ClientConfig>,
+    /// Resumption enabled (rustls's in-memory session store, per client).
+    resume: Arc<rustls::ClientConfig>,
+}
+
+/// Connects with `cfg`, does one GET of `/api` over HTTP/1.1 and checks it succeeds; returns
+/// whether the handshake was a resumption.
+async fn tls_client_get(addr: SocketAddr, cfg: Arc<rustls::ClientConfig>) -> anyhow::Result<bool> {
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    tcp.set_nodelay(true)?;
+    let name = ServerName::try_from("127.0.0.1").map_err(|e| anyhow!("{e}"))?;
+    let tls = TlsConnector::from(cfg)
+        .connect(name, tcp)
+        .await
+        .context("TLS handshake")?;
+    let resumed = tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await?;
+    let conn = tokio::spawn(conn);
+    let req = Request::builder()
+        .method(Method::GET)
+        .uri("/api")
+        .header(header::HOST, "127.0.0.1")
+        .header(header::ACCEPT, "application/json")
+        .body(Full::new(Bytes::new()))?;
+    let resp = send.send_request(req).await?;
+    let status = resp.status();
+    let body = resp.into_body().collect().await?.to_bytes();
+    if status != StatusCode::OK {
+        bail!("GET /api: {status} {}", String::from_utf8_lossy(&body));
+    }
+    drop(send);
+    let _ = conn.await;
+    Ok(resumed)
+}
+
+/// Every client connects once (at most `concurrency` at a time); returns connections/s, the
+/// sorted latencies (ns) and how many handshakes were resumptions.
+async fn tls_client_pass(
+    addr: SocketAddr,
+    configs: &[Arc<rustls::ClientConfig>],
+    concurrency: usize,
+) -> anyhow::Result<(f64, Vec<u64>, usize)> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let configs: Arc<Vec<Arc<rustls::ClientConfig>>> = Arc::new(configs.to_vec());
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency.max(1) {
+        let (next, configs) = (next.clone(), configs.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            let mut resumed = 0usize;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(cfg) = configs.get(i) else { break };
+                let t0 = Instant::now();
+                if tls_client_get(addr, cfg.clone()).await? {
+                    resumed += 1;
+                }
+                lat.push(t0.elapsed().as_nanos() as u64);
+            }
+            Ok::<_, anyhow::Error>((lat, resumed))
+        }));
+    }
+    let mut lat = Vec::with_capacity(configs.len());
+    let mut resumed = 0;
+    for task in tasks {
+        let (l, r) = task.await??;
+        lat.extend(l);
+        resumed += r;
+    }
+    let rate = lat.len() as f64 / t.elapsed().as_secs_f64();
+    lat.sort_unstable();
+    Ok((rate, lat, resumed))
+}
+
+async fn tls_clients_scenario(
+    server: &BenchServer,
+    args: &ApiserverArgs,
+    runs: usize,
+) -> anyhow::Result<()> {
+    let n = args.tls_clients.max(1);
+    let t = Instant::now();
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(server.ca_pem.as_bytes()).context("CA certificate")?)?;
+    let roots = Arc::new(roots);
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut clients = Vec::with_capacity(n);
+    for i in 0..n {
+        let ck = server
+            .pki
+            .issue_client_cert(&format!("user-{i}"), &[&format!("group-{i}")])?;
+        let chain = vec![CertificateDer::from_pem_slice(ck.cert_pem.as_bytes())?];
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(ck.key_pem.as_bytes())?;
+        let mut resume = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots.clone())
+            .with_client_auth_cert(chain, key)?;
+        resume.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let mut full = resume.clone();
+        full.resumption = rustls::client::Resumption::disabled();
+        clients.push(TlsClient {
+            full: Arc::new(full),
+            resume: Arc::new(resume),
+        });
+    }
+    println!(
+        "tls-clients: {n} client certificates (CN=user-N, O=group-N) issued in {:.1} s; each \
+         connection: TCP + TLS 1.3 handshake + one authenticated GET /api (HTTP/1.1)",
+        t.elapsed().as_secs_f64()
+    );
+    let addr = server.target.addr;
+    let full: Vec<_> = clients.iter().map(|c| c.full.clone()).collect();
+    let resume: Vec<_> = clients.iter().map(|c| c.resume.clone()).collect();
+    // Every client holds a session ticket before the resumption passes.
+    tls_client_pass(addr, &resume, 16).await?;
+    for (label, configs) in [("full handshake", &full), ("resumed session", &resume)] {
+        for &c in &args.tls_concurrency {
+            let (mut rates, mut p50s, mut p99s) = (Vec::new(), Vec::new(), Vec::new());
+            let mut cpus = Vec::new();
+            let mut resumed_total = 0;
+            for _ in 0..runs {
+                let cpu = cpu_seconds();
+                let (rate, lat, resumed) = tls_client_pass(addr, configs, c).await?;
+                cpus.push((cpu_seconds() - cpu) * 1e6 / lat.len().max(1) as f64);
+                rates.push(rate);
+                p50s.push(percentile(&lat, 0.50));
+                p99s.push(percentile(&lat, 0.99));
+                resumed_total += resumed;
+            }
+            println!(
+                "tls-clients: {label}, {c:>3} concurrent: {} connections/s (handshake + GET), \
+                 p50 {:.2} ms, p99 {:.2} ms; cpu {:.0} us per connection (client and server); \
+                 resumed {resumed_total}/{}   (runs: {})",
+                fmt_rate(median(&mut rates.clone())),
+                median(&mut p50s),
+                median(&mut p99s),
+                median(&mut cpus),
+                n * runs,
+                list_rates(&rates),
+            );
+        }
+    }
     Ok(())
 }
 
@@ -937,6 +1179,21 @@ fn proc_status_kib(field: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse::<u64>().ok()
 }
 
+/// User plus system CPU time of this process so far, in seconds (`/proc/self/stat`, in the
+/// kernel's fixed 100 Hz user-visible ticks); 0 where unavailable.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 /// Resident set size of this process (server plus the in-process clients).
 fn rss_bytes() -> Option<u64> {
     proc_status_kib("VmRSS:").map(|k| k * 1024)
@@ -979,6 +1236,22 @@ mod tests {
         let s: Vec<u64> = (1..=100).map(|i| i * 1_000_000).collect();
         assert_eq!(percentile(&s, 0.99), 99.0);
         assert!(percentile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn templated_bodies_are_the_expected_config_map() {
+        let body = config_map("bench-write", "c64-r0-7", 16, 42);
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "c64-r0-7", "namespace": "bench-write", "labels": {"app": "bench"}},
+                "data": {"payload": "x".repeat(16), "bench-seq": "42"},
+            })
+        );
+        assert_eq!(find_seq(&body), Some(42));
     }
 
     #[test]

@@ -119,9 +119,9 @@ async fn resource(srv: ApiServer, rp: ResourcePath, q: Query, req: Request) -> A
     }
     let table = crate::table::wants_table(req.headers())
         .then(|| crate::table::IncludeObject::parse(req.uri().query()));
-    let method = req.method().clone();
-    let headers = req.headers().clone();
-    let body: Body = req.into_body();
+    let (parts, body) = req.into_parts();
+    let (method, headers): (Method, axum::http::HeaderMap) = (parts.method, parts.headers);
+    let body: Body = body;
     match (&method, rp.name.as_deref()) {
         (&Method::GET, Some(name)) => read::get(&srv, &info, ns, name, rp.sub.as_deref(), table),
         (&Method::GET, None) if q.watch => {

@@ -55,19 +55,27 @@ pub async fn update(
     body: Body,
 ) -> ApiResult<Response> {
     let bytes = read_body(body).await?;
-    let obj = decode_object(&bytes, &content_type(headers))?;
+    let media_type = content_type(headers);
+    let obj = decode_object(&bytes, &media_type)?;
     crate::ops::check_name_matches(&obj, name)?;
     let manager = crate::ssa::manager(q, headers, "UpdateOptions")?;
     if sub == Some("scale") {
         let w = crate::patch::write_scale(srv, info, ns, name, &obj, q.dry_run, &manager).await?;
         return Ok(json_response(200, w));
     }
+    // The decoded body goes to the first attempt as is; a retry after a conflicting concurrent
+    // write (rare) decodes it again rather than every request paying for a copy.
+    let mut first = Some(obj);
     let w = srv
         .guaranteed_update(info, ns, name, sub, q.dry_run, |cur| {
+            let obj = match first.take() {
+                Some(o) => o,
+                None => decode_object(&bytes, &media_type)?,
+            };
             Ok(Some(crate::ssa::track_update(
                 info,
                 Some(cur),
-                obj.clone(),
+                obj,
                 &manager,
                 sub,
             )))
