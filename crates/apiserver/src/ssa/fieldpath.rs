@@ -61,16 +61,30 @@ pub fn field_pe(name: &str) -> String {
 pub fn key_pe(fields: &[(String, Value)]) -> String {
     let mut sorted: Vec<&(String, Value)> = fields.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut m = Map::new();
-    for (k, v) in sorted {
-        m.insert(k.clone(), v.clone());
+    // Written directly (this runs for every list item of every write); only nested values need
+    // the general canonical form.
+    let mut out = String::from("k:{");
+    for (i, (k, v)) in sorted.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(k).unwrap_or_default());
+        out.push(':');
+        match v {
+            Value::Object(_) | Value::Array(_) => out.push_str(&canonical_json(v)),
+            scalar => out.push_str(&serde_json::to_string(scalar).unwrap_or_default()),
+        }
     }
-    format!("k:{}", canonical_json(&Value::Object(m)))
+    out.push('}');
+    out
 }
 
 /// The path element of a set item.
 pub fn value_pe(v: &Value) -> String {
-    format!("v:{}", canonical_json(v))
+    match v {
+        Value::Object(_) | Value::Array(_) => format!("v:{}", canonical_json(v)),
+        scalar => format!("v:{}", serde_json::to_string(scalar).unwrap_or_default()),
+    }
 }
 
 /// Validates one `FieldsV1` key and returns its canonical spelling.

@@ -201,14 +201,6 @@ fn set_managed(obj: &mut Value, entries: &[Entry]) {
     }
 }
 
-fn without_managed(obj: &Value) -> Value {
-    let mut o = obj.clone();
-    if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("managedFields");
-    }
-    o
-}
-
 /// The field manager of a write: the `fieldManager` parameter, else the program name of the
 /// User-Agent (`kubectl/v1.33.0 (linux/amd64) ...` → `kubectl`), as kube-apiserver derives it.
 /// An explicit name must be at most 128 printable characters (422 otherwise).
@@ -314,7 +306,10 @@ pub fn track_update(
     sub: Option<&str>,
 ) -> Value {
     let ty = Ty::root(info);
-    let requested = if sub.is_none() {
+    // Entries the client sent back unchanged (a read-modify-write) are not a request to set them.
+    let live_mf = live.and_then(|l| l.pointer("/metadata/managedFields"));
+    let new_mf = new.pointer("/metadata/managedFields");
+    let requested = if sub.is_none() && new_mf.is_some() && new_mf != live_mf {
         decode_managed(&new)
     } else {
         None
@@ -327,13 +322,32 @@ pub fn track_update(
         set_managed(&mut new, &[]);
         return new;
     }
+    // managedFields themselves are compared too (an atomic leaf, cheap) and then stripped, so
+    // the objects need no copy without them.
+    let empty = json!({});
+    let old = live.unwrap_or(&empty);
+    let cmp = compare(old, &new, &ty, info, sub);
+    if cmp.changed.is_empty() && cmp.removed.is_empty() && requested.is_none() {
+        // Nothing this write changed is tracked: the live entries stand as they are.
+        if let Some(l) = live {
+            match l.pointer("/metadata/managedFields") {
+                Some(mf) => {
+                    if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.insert("managedFields".into(), mf.clone());
+                    }
+                }
+                None => {
+                    if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.remove("managedFields");
+                    }
+                }
+            }
+        }
+        return new;
+    }
     let mut entries = requested
         .or_else(|| live.and_then(decode_managed))
         .unwrap_or_default();
-    let empty = json!({});
-    let old = live.map(without_managed).unwrap_or(empty);
-    let bare = without_managed(&new);
-    let cmp = compare(&old, &bare, &ty, info, sub);
     let me = Entry {
         manager: manager.to_string(),
         operation: Operation::Update,
@@ -536,10 +550,8 @@ pub fn apply(
     };
     let mut config_set = typed::to_set(config, &ty, true).map_err(invalid)?;
     strip(&mut config_set, info, sub);
-    let live_bare = match live {
-        Some(l) => without_managed(l),
-        None => json!({}),
-    };
+    let empty = json!({});
+    let live_bare = live.unwrap_or(&empty);
     let mut entries = match live {
         Some(l) => decode_managed(l).unwrap_or_default(),
         None => Vec::new(),
@@ -547,7 +559,7 @@ pub fn apply(
     if live.is_some() && entries.is_empty() {
         // Fields that predate the first apply belong to a placeholder manager, so the first
         // applier does not silently take them over.
-        let mut s = typed::to_set(&live_bare, &ty, false).unwrap_or_default();
+        let mut s = typed::to_set(live_bare, &ty, false).unwrap_or_default();
         strip(&mut s, info, sub);
         if !s.is_empty() {
             entries.push(Entry {
@@ -560,7 +572,7 @@ pub fn apply(
             });
         }
     }
-    let merged = typed::merge(&live_bare, config, &ty).map_err(invalid)?;
+    let merged = typed::merge(live_bare, config, &ty).map_err(invalid)?;
     let me = Entry {
         manager: manager.to_string(),
         operation: Operation::Apply,
@@ -569,7 +581,7 @@ pub fn apply(
         subresource: sub.unwrap_or("").to_string(),
         set: config_set,
     };
-    let cmp = compare(&live_bare, &merged, &ty, info, sub);
+    let cmp = compare(live_bare, &merged, &ty, info, sub);
     let mut conflicts = Vec::new();
     for e in entries.iter_mut().filter(|e| !e.same_manager(&me)) {
         let c = e.set.intersection(&cmp.changed);
@@ -600,14 +612,14 @@ pub fn apply(
     if !gone.is_empty() {
         typed::remove_paths(&mut result, &gone, &owned, &ty);
     }
-    let after = compare(&live_bare, &result, &ty, info, sub);
+    let after = compare(live_bare, &result, &ty, info, sub);
     for e in entries.iter_mut().filter(|e| !e.same_manager(&me)) {
         e.set = e.set.difference(&after.removed);
     }
     match entries.iter_mut().find(|e| e.same_manager(&me)) {
         Some(e) => {
             // A no-op apply keeps the entry as it was (and so the object unwritten).
-            if e.set != me.set || e.api_version != me.api_version || result != live_bare {
+            if e.set != me.set || e.api_version != me.api_version || &result != live_bare {
                 e.time = me.time.clone();
             }
             e.set = me.set.clone();
