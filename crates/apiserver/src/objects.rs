@@ -207,10 +207,16 @@ mod tests {
     }
 
     #[test]
-    fn same_object_ignores_resource_version_and_managed_fields_only() {
-        let a = json!({"metadata": {"name": "a", "resourceVersion": "1", "managedFields": [1]}, "data": {"x": "1"}});
-        let b = json!({"metadata": {"name": "a", "resourceVersion": "2"}, "data": {"x": "1"}});
+    fn same_object_ignores_resource_version_and_managed_fields_times_only() {
+        let mf = |time: &str, manager: &str| json!([{"manager": manager, "operation": "Apply", "time": time, "fieldsV1": {"f:data": {}}}]);
+        let a = json!({"metadata": {"name": "a", "resourceVersion": "1", "managedFields": mf("t1", "m")}, "data": {"x": "1"}});
+        let b = json!({"metadata": {"name": "a", "resourceVersion": "2", "managedFields": mf("t2", "m")}, "data": {"x": "1"}});
         assert!(same_object(&a, &b) && same_object(&b, &a));
+        // An ownership change alone is a change (server-side apply must store it).
+        let owner = json!({"metadata": {"name": "a", "resourceVersion": "2", "managedFields": mf("t1", "other")}, "data": {"x": "1"}});
+        assert!(!same_object(&a, &owner) && !same_object(&owner, &a));
+        let none = json!({"metadata": {"name": "a", "resourceVersion": "2"}, "data": {"x": "1"}});
+        assert!(!same_object(&a, &none) && !same_object(&none, &a));
         let c = json!({"metadata": {"name": "a", "labels": {"l": "v"}}, "data": {"x": "1"}});
         assert!(!same_object(&a, &c) && !same_object(&c, &a));
         let d = json!({"metadata": {"name": "a"}, "data": {"x": "1"}, "extra": null});
