@@ -5,110 +5,12 @@
 #[path = "rest_common.rs"]
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use fleet_apiserver::{ApiServer, ApiServerConfig};
+#[path = "support/kubectl.rs"]
+mod kubectl;
 
-fn kubectl_bin() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("KUBECTL") {
-        return Some(PathBuf::from(p));
-    }
-    let tools = std::env::var("FLEET_TOOLS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools")
-        });
-    let candidate = tools.join("bin/kubectl");
-    if candidate.exists() {
-        return Some(candidate);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("kubectl"))
-            .find(|p| p.exists())
-    })
-}
-
-struct Kubectl {
-    bin: PathBuf,
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-    dir: PathBuf,
-}
-
-impl Kubectl {
-    async fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let out = tokio::process::Command::new(&self.bin)
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args)
-            .current_dir(&self.dir)
-            .output()
-            .await
-            .expect("run kubectl");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    async fn ok(&self, args: &[&str]) -> String {
-        let (ok, out, err) = self.run(args).await;
-        assert!(ok, "kubectl {args:?} failed:\nstdout: {out}\nstderr: {err}");
-        out
-    }
-
-    fn write(&self, name: &str, content: &str) -> String {
-        let p = self.dir.join(name);
-        std::fs::write(&p, content).expect("write manifest");
-        p.to_string_lossy().into_owned()
-    }
-}
-
-async fn start(dir: &Path) -> (ApiServer, Kubectl) {
-    let bin = kubectl_bin().expect("checked by caller");
-    let srv = ApiServer::new(ApiServerConfig::in_memory())
-        .await
-        .expect("server");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let router = srv.router();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://{addr}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n    namespace: default\ncurrent-context: x\n"
-        ),
-    )
-    .expect("kubeconfig");
-    let k = Kubectl {
-        bin,
-        kubeconfig,
-        cache: dir.join("cache"),
-        dir: dir.to_path_buf(),
-    };
-    (srv, k)
-}
-
-fn have_kubectl() -> bool {
-    if kubectl_bin().is_some() {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("kubectl not found (set KUBECTL) and CI=true");
-    }
-    println!("skipping: kubectl not found (set KUBECTL or FLEET_TOOLS_DIR)");
-    false
-}
+use kubectl::{Kubectl, have_kubectl, start};
 
 const DEPLOY: &str = "apiVersion: apps/v1
 kind: Deployment
