@@ -561,3 +561,43 @@ async fn configmaps_carry_no_generation() {
         .expect("patch");
     assert_eq!(p.metadata.generation, None);
 }
+
+/// Patches without a resourceVersion never fail with 409 because of a concurrent write: the
+/// server derives the patched object again from the new state (as kube-apiserver does), so 32
+/// concurrent label patches all land.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_patches_without_resource_version_all_land() {
+    let srv = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&srv), "default");
+    api.create(&PostParams::default(), &cm("contended"))
+        .await
+        .expect("create");
+    let tasks: Vec<_> = (0..32)
+        .map(|i| {
+            let api = api.clone();
+            tokio::spawn(async move {
+                api.patch(
+                    "contended",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"labels": {format!("l{i}"): "x"}}})),
+                )
+                .await
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await
+            .expect("task")
+            .expect("patch without resourceVersion");
+    }
+    let labels = api
+        .get("contended")
+        .await
+        .expect("get")
+        .metadata
+        .labels
+        .unwrap_or_default();
+    for i in 0..32 {
+        assert_eq!(labels.get(&format!("l{i}")).map(String::as_str), Some("x"));
+    }
+}
