@@ -77,7 +77,7 @@ async fn derived_crd_established_and_served() {
         "widgets.example.com",
         conditions::is_crd_established(),
     );
-    tokio::time::timeout(Duration::from_secs(5), established)
+    tokio::time::timeout(Duration::from_secs(30), established)
         .await
         .expect("established in time")
         .expect("ok");
