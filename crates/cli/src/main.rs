@@ -2,6 +2,9 @@
 
 use clap::{Parser, Subcommand};
 
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 mod apply_cmd;
 mod bench;
 mod install_cmd;
