@@ -564,6 +564,10 @@ async fn write_scenario(
         // shared machine, where other processes take turns on the same cores.
         let mut create_cpu = Vec::new();
         let mut update_cpu = Vec::new();
+        // Cores kept busy (CPU seconds per wall second): below the core count means the write
+        // path waits on something other than CPU.
+        let mut create_busy = Vec::new();
+        let mut update_busy = Vec::new();
         for run in 0..runs {
             let prefix = format!("c{clients}-r{run}");
             let rvs: Arc<Vec<AtomicU64>> =
@@ -582,27 +586,34 @@ async fn write_scenario(
                     Some(rvs.clone()),
                 )
                 .await?;
-                let rate = n as f64 / t.elapsed().as_secs_f64();
-                let cpu_us = (cpu_seconds() - cpu) * 1e6 / n.max(1) as f64;
+                let wall = t.elapsed().as_secs_f64();
+                let rate = n as f64 / wall;
+                let cpu_s = cpu_seconds() - cpu;
+                let cpu_us = cpu_s * 1e6 / n.max(1) as f64;
+                let busy = cpu_s / wall.max(1e-9);
                 if update {
                     updates.push(rate);
                     update_cpu.push(cpu_us);
+                    update_busy.push(busy);
                 } else {
                     creates.push(rate);
                     create_cpu.push(cpu_us);
+                    create_busy.push(busy);
                     stored += n;
                 }
             }
         }
         println!(
             "write: {clients:>3} clients, {} B objects, {writes} writes/run: create {} writes/s, \
-             update {} writes/s; cpu per write: create {:.0} us, update {:.0} us   \
-             (runs: create {}; update {})",
+             update {} writes/s; cpu per write: create {:.0} us, update {:.0} us; \
+             cores busy: create {:.1}, update {:.1}   (runs: create {}; update {})",
             args.object_size,
             fmt_rate(median(&mut creates.clone())),
             fmt_rate(median(&mut updates.clone())),
             median(&mut create_cpu.clone()),
             median(&mut update_cpu.clone()),
+            median(&mut create_busy),
+            median(&mut update_busy),
             list_rates(&creates),
             list_rates(&updates),
         );
