@@ -2,8 +2,9 @@
 //! orphan propagation), namespace finalization (a deleted namespace is emptied, then removed)
 //! and CRD cleanup (a deleted CRD's objects are deleted, then the CRD).
 //!
-//! It follows the store's global watch and keeps a small index (uid -> key, owner uid ->
-//! dependents) so that a deletion costs work proportional to the dependents, not to the store.
+//! It follows the store's global watch and keeps a small index (dependent -> owners, owner uid ->
+//! dependents) of the objects that have owners, so that a deletion costs work proportional to the
+//! dependents, not to the store, and an object without owners costs no memory here.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -20,7 +21,14 @@ use crate::registry::{ResourceInfo, split_key};
 use crate::store::{EventKind, Obj};
 
 #[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
 struct OwnerRef {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    name: String,
     #[serde(default)]
     uid: String,
 }
@@ -50,11 +58,59 @@ fn meta_of(obj: &Obj) -> Meta {
         .unwrap_or_default()
 }
 
+/// Whether a write can matter to the collector. The fields it acts on are looked for in the raw
+/// JSON first, so that the common write (no owners, not deleting) costs no decode; a match in
+/// some other place only costs the decode.
+fn may_concern_gc(obj: &Obj) -> bool {
+    use memchr::memmem::find;
+    find(&obj.json, b"\"ownerReferences\"").is_some()
+        || find(&obj.json, b"\"deletionTimestamp\"").is_some()
+}
+
+/// One ownerReference as the collector follows it. The owner is found the way kube's collector
+/// finds it: by apiVersion, kind and name, in the dependent's namespace for a namespaced kind,
+/// and it counts only if the object there has the reference's uid.
+#[derive(Clone)]
+struct Link {
+    /// The owner's store key; `None` when the reference cannot be resolved (unknown kind, or a
+    /// namespaced owner named by a cluster-scoped dependent). Such an owner is never judged
+    /// absent, as in kube, which cannot verify it either.
+    key: Option<Arc<str>>,
+    uid: String,
+}
+
+fn resolve(srv: &ApiServer, dependent: &str, r: &OwnerRef) -> Link {
+    let (group, version) = r
+        .api_version
+        .split_once('/')
+        .unwrap_or(("", r.api_version.as_str()));
+    let (dep_ns, _) = split_key(dependent);
+    let key = srv
+        .registry()
+        .by_kind(group, version, &r.kind)
+        .filter(|info| !r.name.is_empty() && (!info.namespaced || !dep_ns.is_empty()))
+        .map(|info| Arc::from(info.key(Some(dep_ns), &r.name)));
+    Link {
+        key,
+        uid: r.uid.clone(),
+    }
+}
+
+/// Whether the owner a link names exists (same uid at its coordinates).
+fn owner_exists(srv: &ApiServer, link: &Link) -> bool {
+    let Some(key) = &link.key else { return true };
+    srv.store()
+        .get(key)
+        .is_some_and(|o| !link.uid.is_empty() && meta_of(&o).uid == link.uid)
+}
+
+/// The collector's index. Only objects with ownerReferences are in it, so an object without any
+/// costs nothing here however many are stored.
 #[derive(Default)]
 struct Index {
-    uid_to_key: HashMap<String, Arc<str>>,
-    key_to_uid: HashMap<Arc<str>, String>,
-    owners_of: HashMap<Arc<str>, Vec<String>>,
+    /// Owners named by each dependent.
+    owners_of: HashMap<Arc<str>, Vec<Link>>,
+    /// Dependents by owner uid.
     dependents: HashMap<String, HashSet<Arc<str>>>,
     /// Objects that need the collector's attention (deleting with GC finalizers, terminating
     /// namespaces and CRDs, dependents whose owners are gone).
@@ -62,40 +118,35 @@ struct Index {
 }
 
 impl Index {
-    fn remove(&mut self, key: &Arc<str>) {
-        if let Some(uid) = self.key_to_uid.remove(key)
-            && self.uid_to_key.get(&uid) == Some(key)
-        {
-            self.uid_to_key.remove(&uid);
-        }
-        if let Some(owners) = self.owners_of.remove(key) {
-            for o in owners {
-                if let Some(set) = self.dependents.get_mut(&o) {
-                    set.remove(key);
-                    if set.is_empty() {
-                        self.dependents.remove(&o);
-                    }
+    fn unlink_owners(&mut self, key: &Arc<str>) -> Option<Vec<Link>> {
+        let owners = self.owners_of.remove(key)?;
+        for o in &owners {
+            if let Some(set) = self.dependents.get_mut(&o.uid) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.dependents.remove(&o.uid);
                 }
             }
         }
+        Some(owners)
     }
 
-    fn upsert(&mut self, key: Arc<str>, m: &Meta) {
-        self.remove(&key);
-        if !m.uid.is_empty() {
-            self.uid_to_key.insert(m.uid.clone(), key.clone());
-            self.key_to_uid.insert(key.clone(), m.uid.clone());
-        }
+    fn upsert(&mut self, srv: &ApiServer, key: Arc<str>, m: &Meta) {
+        self.unlink_owners(&key);
         if !m.owner_references.is_empty() {
-            let owners: Vec<String> = m.owner_references.iter().map(|o| o.uid.clone()).collect();
+            let owners: Vec<Link> = m
+                .owner_references
+                .iter()
+                .map(|r| resolve(srv, &key, r))
+                .collect();
             for o in &owners {
                 self.dependents
-                    .entry(o.clone())
+                    .entry(o.uid.clone())
                     .or_default()
                     .insert(key.clone());
             }
             // Dangling owners (all gone): the dependent must be collected.
-            if owners.iter().all(|o| !self.uid_to_key.contains_key(o)) {
+            if !owners.iter().any(|o| owner_exists(srv, o)) {
                 self.pending.insert(key.clone());
             }
             self.owners_of.insert(key.clone(), owners);
@@ -106,6 +157,14 @@ impl Index {
             .any(|f| f == FOREGROUND || f == ORPHAN || f == CRD_CLEANUP);
         if m.deletion_timestamp.is_some() && (gc_fin || key.starts_with("/core/namespaces/")) {
             self.pending.insert(key);
+        }
+    }
+
+    /// Queues the owners a dependent names (an owner in foreground deletion waits for its
+    /// dependents, so a change to one may let it proceed).
+    fn queue_owners(&mut self, owners: &[Link]) {
+        for k in owners.iter().filter_map(|o| o.key.clone()) {
+            self.pending.insert(k);
         }
     }
 }
@@ -131,19 +190,10 @@ async fn run(srv: &ApiServer) -> Result<(), ()> {
         .store()
         .list("/", None, None, None, &|_, _| true)
         .map_err(|_| ())?;
-    // uids first, so that owner existence is known before dependents are judged.
-    let metas: Vec<(Arc<str>, Meta)> = page
-        .items
-        .iter()
-        .map(|(k, o)| (k.clone(), meta_of(o)))
-        .collect();
-    for (k, m) in &metas {
-        if !m.uid.is_empty() {
-            idx.uid_to_key.insert(m.uid.clone(), k.clone());
+    for (k, o) in &page.items {
+        if may_concern_gc(o) {
+            idx.upsert(srv, k.clone(), &meta_of(o));
         }
-    }
-    for (k, m) in &metas {
-        idx.upsert(k.clone(), m);
     }
     let mut watch = srv.store().watch("/", page.rev).map_err(|_| ())?;
     loop {
@@ -156,10 +206,10 @@ async fn run(srv: &ApiServer) -> Result<(), ()> {
         tokio::select! {
             ev = watch.next() => {
                 let Some(ev) = ev else { return Err(()) };
-                apply_event(&mut idx, ev.kind, ev.key, &ev.obj);
+                apply_event(srv, &mut idx, ev.kind, ev.key, &ev.obj);
                 // Drain what is already queued before doing work.
                 while let Some(Some(ev)) = futures::FutureExt::now_or_never(watch.next()) {
-                    apply_event(&mut idx, ev.kind, ev.key, &ev.obj);
+                    apply_event(srv, &mut idx, ev.kind, ev.key, &ev.obj);
                 }
             }
             _ = srv.inner.gc_kick.notified() => {}
@@ -171,41 +221,33 @@ async fn run(srv: &ApiServer) -> Result<(), ()> {
     }
 }
 
-fn apply_event(idx: &mut Index, kind: EventKind, key: Arc<str>, obj: &Obj) {
+fn apply_event(srv: &ApiServer, idx: &mut Index, kind: EventKind, key: Arc<str>, obj: &Obj) {
     match kind {
         EventKind::Deleted => {
-            let uid = idx.key_to_uid.get(&key).cloned();
-            idx.remove(&key);
             idx.pending.remove(&key);
-            if let Some(uid) = uid {
-                // Every dependent of the deleted owner may now be orphaned; owners waiting for
-                // this dependent (foreground) may now proceed.
-                if let Some(deps) = idx.dependents.get(&uid) {
-                    for d in deps.clone() {
-                        idx.pending.insert(d);
-                    }
-                }
+            if let Some(owners) = idx.unlink_owners(&key) {
+                idx.queue_owners(&owners);
             }
-            if let Some(owners) = idx.owners_of.get(&key).cloned() {
-                for o in owners {
-                    if let Some(k) = idx.uid_to_key.get(&o).cloned() {
-                        idx.pending.insert(k);
-                    }
+            // Every dependent of the deleted owner may now be orphaned; owners waiting for this
+            // dependent (foreground) may now proceed.
+            if !idx.dependents.is_empty() {
+                let uid = meta_of(obj).uid;
+                if let Some(deps) = idx.dependents.get(&uid) {
+                    idx.pending.extend(deps.iter().cloned());
                 }
             }
         }
         EventKind::Added | EventKind::Modified => {
+            if !idx.owners_of.contains_key(&key) && !may_concern_gc(obj) {
+                return;
+            }
             let m = meta_of(obj);
-            let owners_before = idx.owners_of.get(&key).cloned().unwrap_or_default();
-            idx.upsert(key.clone(), &m);
-            // An owner in foreground deletion waits for its dependents: re-check it.
-            for o in owners_before
-                .iter()
-                .chain(m.owner_references.iter().map(|r| &r.uid))
-            {
-                if let Some(k) = idx.uid_to_key.get(o).cloned() {
-                    idx.pending.insert(k);
-                }
+            if let Some(before) = idx.owners_of.get(&key).cloned() {
+                idx.queue_owners(&before);
+            }
+            idx.upsert(srv, key.clone(), &m);
+            if let Some(now) = idx.owners_of.get(&key).cloned() {
+                idx.queue_owners(&now);
             }
         }
     }
@@ -254,9 +296,10 @@ async fn handle(srv: &ApiServer, idx: &Index, key: &Arc<str>) -> ApiResult<bool>
     // A dependent whose owners are all gone is deleted (background propagation).
     if !m.owner_references.is_empty()
         && m.deletion_timestamp.is_none()
-        && m.owner_references
+        && !m
+            .owner_references
             .iter()
-            .all(|o| !idx.uid_to_key.contains_key(&o.uid))
+            .any(|r| owner_exists(srv, &resolve(srv, key, r)))
     {
         return delete_ignoring_missing(srv, &info, ns_opt, name, Propagation::Background)
             .await

@@ -170,6 +170,95 @@ async fn garbage_collection_policies() {
     assert!(c.metadata.owner_references.unwrap_or_default().is_empty());
 }
 
+/// Owners are found as kube's collector finds them: by apiVersion, kind and name in the
+/// dependent's namespace (or cluster scope), and only an object with the reference's uid counts.
+#[tokio::test]
+async fn owner_references_resolve_by_coordinates() {
+    let srv = server().await;
+    let c = client(&srv);
+    let nss: Api<Namespace> = Api::all(c.clone());
+    let other: Namespace = serde_json::from_value(json!({"metadata": {"name": "other"}})).unwrap();
+    nss.create(&PostParams::default(), &other).await.unwrap();
+    let default_ns = nss.get("default").await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
+    let api_other: Api<ConfigMap> = Api::namespaced(c.clone(), "other");
+    let owner = api
+        .create(&PostParams::default(), &cm("real", None))
+        .await
+        .unwrap();
+    let uid = owner.metadata.uid.clone().unwrap();
+    let with_ref = |name: &str, api_version: &str, kind: &str, owner: &str, uid: &str| {
+        serde_json::from_value::<ConfigMap>(json!({
+            "metadata": {"name": name, "ownerReferences": [{
+                "apiVersion": api_version, "kind": kind, "name": owner, "uid": uid
+            }]},
+        }))
+        .unwrap()
+    };
+    let pp = PostParams::default();
+    api.create(&pp, &with_ref("good", "v1", "ConfigMap", "real", &uid))
+        .await
+        .unwrap();
+    api.create(
+        &pp,
+        &with_ref(
+            "wrong-uid",
+            "v1",
+            "ConfigMap",
+            "real",
+            "0b6f2a6e-0000-4000-8000-000000000000",
+        ),
+    )
+    .await
+    .unwrap();
+    api_other
+        .create(&pp, &with_ref("cross-ns", "v1", "ConfigMap", "real", &uid))
+        .await
+        .unwrap();
+    api.create(
+        &pp,
+        &with_ref("unknown-kind", "example.com/v1", "Nope", "real", &uid),
+    )
+    .await
+    .unwrap();
+    let ns_uid = default_ns.metadata.uid.clone().unwrap();
+    api.create(
+        &pp,
+        &with_ref("cluster-owner", "v1", "Namespace", "default", &ns_uid),
+    )
+    .await
+    .unwrap();
+
+    // The two whose owner is absent are collected ...
+    assert!(
+        eventually(|| {
+            let (a, b) = (api.clone(), api_other.clone());
+            async move { !exists(&a, "wrong-uid").await && !exists(&b, "cross-ns").await }
+        })
+        .await,
+        "dependents of absent owners are collected"
+    );
+    // ... the others stay (the collector has had its chance: it handled the two above).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for name in ["good", "unknown-kind", "cluster-owner"] {
+        assert!(exists(&api, name).await, "{name} must stay");
+    }
+    // Deleting the owner collects its real dependent, and only it.
+    api.delete("real", &DeleteParams::background())
+        .await
+        .unwrap();
+    assert!(
+        eventually(|| {
+            let a = api.clone();
+            async move { !exists(&a, "good").await }
+        })
+        .await,
+        "the real dependent follows its owner"
+    );
+    assert!(exists(&api, "unknown-kind").await);
+    assert!(exists(&api, "cluster-owner").await);
+}
+
 #[tokio::test]
 async fn namespace_deletion_empties_then_removes() {
     let srv = server().await;
