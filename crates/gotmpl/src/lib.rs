@@ -36,6 +36,7 @@ pub mod helm;
 pub mod json;
 mod lex;
 mod parse;
+pub mod semver;
 pub mod toml;
 mod value;
 pub mod yaml;
