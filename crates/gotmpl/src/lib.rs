@@ -32,6 +32,7 @@ mod error;
 mod exec;
 mod fmt;
 mod funcs;
+pub mod gofmt;
 pub mod helm;
 pub mod json;
 mod lex;
