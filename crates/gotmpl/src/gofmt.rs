@@ -63,7 +63,7 @@ fn layout_shortest(f: f64, neg: bool, digits: &str, dp: i64, fmt: char) -> Strin
     let use_exp = match fmt {
         'e' | 'E' => true,
         'f' => false,
-        _ => exp < -4 || exp >= 6,
+        _ => !(-4..6).contains(&exp),
     };
     if use_exp {
         let (first, rest) = digits.split_at(1.min(digits.len()));

@@ -412,7 +412,7 @@ fn check_term(c: &Term, v: &Version) -> bool {
     let con = &c.con;
     // A prerelease only satisfies a term that names a prerelease (not checked by exact `!=`).
     let pre_blocked = !v.pre.is_empty() && con.pre.is_empty();
-    if pre_blocked && !(c.op == Op::Ne && !c.dirty) {
+    if pre_blocked && (c.op != Op::Ne || c.dirty) {
         return false;
     }
     let cmp = v.compare(con);
