@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use crate::error::BundleError;
 use crate::options::Auth;
-use crate::semver_req::{Constraint, lenient_version};
+use gotmpl::semver::{Constraints, Version};
 
 /// Upper bound for a downloaded chart or index (protects against hostile servers).
 const MAX_DOWNLOAD: usize = 256 * 1024 * 1024;
@@ -105,15 +105,15 @@ fn select_version(index: &IndexFile, chart: &str, version: &str) -> Result<Chart
     {
         return Ok(v.clone());
     }
-    let constraint = Constraint::parse(if version.is_empty() { "*" } else { version })?;
-    let mut candidates: Vec<(semver::Version, &ChartVersion)> = list
+    let constraint = Constraints::parse(if version.is_empty() { "*" } else { version })?;
+    let mut candidates: Vec<(Version, &ChartVersion)> = list
         .iter()
-        .filter_map(|v| lenient_version(&v.version).map(|s| (s, v)))
+        .filter_map(|v| Version::parse(&v.version).ok().map(|s| (s, v)))
         .collect();
     candidates.sort_by(|a, b| b.0.cmp(&a.0));
     candidates
         .into_iter()
-        .find(|(s, _)| constraint.matches(s))
+        .find(|(s, _)| constraint.check(s))
         .map(|(_, v)| v.clone())
         .ok_or_else(|| format!("no chart version found for {chart}-{version}"))
 }

@@ -8,7 +8,6 @@ pub mod online;
 pub mod options;
 pub mod paths;
 pub mod read;
-pub mod semver_req;
 pub mod values;
 pub mod walk;
 pub mod yaml;

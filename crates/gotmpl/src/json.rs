@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use crate::value::{Value, float_digits};
+pub(crate) use crate::gofmt::json_float as go_json_float;
+use crate::value::Value;
 
 /// json.Marshal (html_safe = true) or an Encoder with SetEscapeHTML(false).
 /// Returns "" on unsupported values (NaN/Inf), as Helm's toJson does on error.
@@ -91,63 +92,6 @@ fn write_json(
         }
     }
     Ok(())
-}
-
-/// Go's float64 JSON text: 'f' format unless tiny/huge, then 'e' with a short exponent.
-pub(crate) fn go_json_float(f: f64) -> Option<String> {
-    if !f.is_finite() {
-        return None;
-    }
-    let abs = f.abs();
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        let (neg, digits, dp) = float_digits(f, None);
-        let mut s = String::new();
-        if neg {
-            s.push('-');
-        }
-        s.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            s.push('.');
-            s.push_str(&digits[1..]);
-        }
-        let e = dp - 1;
-        let _ = write!(s, "e{}{}", if e < 0 { '-' } else { '+' }, e.abs());
-        // Go pads to two digits then trims "e-0X" to "e-X"; positive exponents keep 2 digits.
-        if (0..10).contains(&e) {
-            s = s.replacen(&format!("e+{}", e), &format!("e+0{}", e), 1);
-        }
-        return Some(s);
-    }
-    if f == 0.0 {
-        return Some(if f.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        });
-    }
-    let (neg, digits, dp) = float_digits(f, None);
-    let mut s = String::new();
-    if neg {
-        s.push('-');
-    }
-    let nd = digits.len() as i64;
-    if dp <= 0 {
-        s.push_str("0.");
-        for _ in 0..(-dp) {
-            s.push('0');
-        }
-        s.push_str(&digits);
-    } else if dp >= nd {
-        s.push_str(&digits);
-        for _ in 0..(dp - nd) {
-            s.push('0');
-        }
-    } else {
-        s.push_str(&digits[..dp as usize]);
-        s.push('.');
-        s.push_str(&digits[dp as usize..]);
-    }
-    Some(s)
 }
 
 fn write_str(out: &mut String, s: &str, html: bool) {

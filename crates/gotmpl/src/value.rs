@@ -4,6 +4,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+pub(crate) use crate::gofmt::{
+    float_digits, format_float_e, format_float_f, format_float_g, format_float_gp,
+};
+
 /// A Go value as templates see it. Maps iterate in sorted key order like Go's text/template.
 #[derive(Clone, Debug)]
 pub enum Value {
@@ -335,167 +339,6 @@ impl PartialEq for Value {
             _ => false,
         }
     }
-}
-
-/// Formats a float like Go's strconv 'g'/'e'/'f' family. `prec` None = shortest.
-/// `upper` selects 'G'/'E'.
-pub(crate) fn format_float_g(f: f64, prec: Option<usize>, upper: bool) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    let p = prec.map(|p| if p == 0 { 1 } else { p });
-    let (neg, mut digits, dp) = float_digits(f, p);
-    while digits.len() > 1 && digits.ends_with('0') {
-        digits.pop();
-    }
-    let nd = digits.len() as i64;
-    let exp = dp - 1;
-    let eprec: i64 = match p {
-        None => 6,
-        Some(p) => {
-            let p = p as i64;
-            if p > nd && nd >= dp { nd } else { p }
-        }
-    };
-    let mut out = String::new();
-    if neg {
-        out.push('-');
-    }
-    if exp < -4 || exp >= eprec {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        out.push(if upper { 'E' } else { 'e' });
-        push_exp(&mut out, if f == 0.0 { 0 } else { exp });
-    } else {
-        let frac = match p {
-            None => (nd - dp).max(0) as usize,
-            Some(pp) => {
-                let pp = pp as i64;
-                let pp = if pp > dp { nd } else { pp };
-                (pp - dp).max(0) as usize
-            }
-        };
-        push_fixed(&mut out, &digits, dp, Some(frac));
-    }
-    out
-}
-
-fn push_exp(out: &mut String, exp: i64) {
-    if exp < 0 {
-        out.push('-');
-    } else {
-        out.push('+');
-    }
-    let a = exp.abs();
-    if a < 10 {
-        out.push('0');
-    }
-    let _ = write!(out, "{a}");
-}
-
-/// Writes digits with decimal point at `dp`; `frac` = Some(n) pads/limits to n fraction digits.
-fn push_fixed(out: &mut String, digits: &str, dp: i64, frac: Option<usize>) {
-    let nd = digits.len() as i64;
-    if dp <= 0 {
-        out.push('0');
-    } else {
-        for i in 0..dp {
-            out.push(if i < nd {
-                digits.as_bytes()[i as usize] as char
-            } else {
-                '0'
-            });
-        }
-    }
-    let want = match frac {
-        Some(n) => n as i64,
-        None => (nd - dp).max(0),
-    };
-    let frac_digits: Vec<char> = (dp..dp + want)
-        .map(|i| {
-            if i < 0 || i >= nd {
-                '0'
-            } else {
-                digits.as_bytes()[i as usize] as char
-            }
-        })
-        .collect();
-    if !frac_digits.is_empty() {
-        out.push('.');
-        out.extend(frac_digits);
-    }
-}
-
-/// Decimal digits of |f|: (negative, digits without leading zeros, decimal point position).
-/// `sig` = Some(n) rounds to n significant digits; None = shortest round-trip digits.
-pub(crate) fn float_digits(f: f64, sig: Option<usize>) -> (bool, String, i64) {
-    let neg = f.is_sign_negative();
-    let a = f.abs();
-    if a == 0.0 {
-        return (neg, "0".into(), 1);
-    }
-    let s = match sig {
-        None => format!("{a:e}"),
-        Some(n) => format!("{:.*e}", n.saturating_sub(1).min(1100), a),
-    };
-    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let exp: i64 = exp.parse().unwrap_or(0);
-    let mut digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    if sig.is_none() {
-        while digits.len() > 1 && digits.ends_with('0') {
-            digits.pop();
-        }
-    }
-    (neg, digits, exp + 1)
-}
-
-/// Go's `%e` with precision (default 6).
-pub(crate) fn format_float_e(f: f64, prec: usize, upper: bool) -> String {
-    if !f.is_finite() {
-        return format_float_g(f, None, upper);
-    }
-    let (neg, digits, dp) = float_digits(f, Some(prec + 1));
-    let mut out = String::new();
-    if neg {
-        out.push('-');
-    }
-    out.push_str(&digits[..1]);
-    if prec > 0 {
-        out.push('.');
-        out.push_str(&digits[1..]);
-    }
-    out.push(if upper { 'E' } else { 'e' });
-    push_exp(&mut out, if f == 0.0 { 0 } else { dp - 1 });
-    out
-}
-
-/// Go's `%f` with precision (default 6).
-pub(crate) fn format_float_f(f: f64, prec: usize) -> String {
-    if !f.is_finite() {
-        return format_float_g(f, None, false);
-    }
-    let s = format!("{:.*}", prec.min(1100), f.abs());
-    let mut out = String::new();
-    if f.is_sign_negative() {
-        out.push('-');
-    }
-    out.push_str(&s);
-    out
-}
-
-/// Go's `%g` with an explicit precision.
-pub(crate) fn format_float_gp(f: f64, prec: usize, upper: bool) -> String {
-    format_float_g(f, Some(prec), upper)
 }
 
 /// Helper for building maps.

@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use super::ignore::Rules;
-use super::semver::parse_version;
 use super::values::{
     Values, go_json_kind, go_yaml_scalar_string, parse_values_yaml, parse_yaml_raw,
 };
@@ -475,7 +474,7 @@ fn validate_metadata(md: &mut Metadata) -> Result<(), String> {
     if md.version.is_empty() {
         return Err("validation: chart.metadata.version is required".into());
     }
-    if parse_version(&md.version).is_none() {
+    if gotmpl::semver::Version::parse(&md.version).is_err() {
         return Err(format!(
             "validation: chart.metadata.version {:?} is invalid",
             md.version

@@ -4,10 +4,10 @@
 use serde_json::Value;
 
 use super::chart::Chart;
-use super::semver::is_compatible_range;
 use super::values::{
     Values, coalesce_chart_values, coalesce_globals, coalesce_tables, path_value, table,
 };
+use gotmpl::semver::is_compatible_range;
 
 /// Helm's `CoalesceValues`: the user's values `vals` over the chart's defaults, recursively
 /// into subcharts (each subchart's values live under its name; globals are copied down).

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
-use super::values::{format_float32_g, parse_yaml_raw};
+use super::values::parse_yaml_raw;
 
 /// Helm's `InstallOrder`.
 pub const INSTALL_ORDER: &[&str] = &[
@@ -123,7 +123,7 @@ fn string_field(v: Option<&gotmpl::Value>, field: &str) -> Result<String, String
         Some(T::String(s)) => Ok(s.to_string()),
         Some(T::Bool(b)) => Ok(b.to_string()),
         Some(T::Int(i)) => Ok(i.to_string()),
-        Some(T::Float(f)) => Ok(format_float32_g(*f)),
+        Some(T::Float(f)) => Ok(gotmpl::gofmt::format_float(*f, 'g', -1, 32)),
         Some(v) => Err(type_err(v, field, "string")),
     }
 }

@@ -13,7 +13,6 @@ pub mod ignore;
 pub mod manifests;
 pub mod objects;
 pub mod schema;
-pub mod semver;
 pub mod strvals;
 pub mod values;
 
@@ -191,7 +190,10 @@ pub fn template(chart: &Chart, vals: &Values, opts: &TemplateOptions) -> Result<
     })?;
 
     if !chart.metadata.kube_version.is_empty()
-        && !semver::is_compatible_range(&chart.metadata.kube_version, &caps.kube_version.version)
+        && !gotmpl::semver::is_compatible_range(
+            &chart.metadata.kube_version,
+            &caps.kube_version.version,
+        )
     {
         return Err(HelmError::render(format!(
             "chart requires kubeVersion: {} which is incompatible with Kubernetes {}",

@@ -116,12 +116,12 @@ pub struct KubeVersion {
 impl KubeVersion {
     /// Helm's `ParseKubeVersion`: lenient semver, printed back with a `v` prefix.
     pub fn parse(v: &str) -> Result<KubeVersion, String> {
-        let sv = super::semver::parse_version(v)
-            .ok_or_else(|| format!("invalid kube version '{v}': Invalid Semantic Version"))?;
+        let sv = gotmpl::semver::Version::parse(v)
+            .map_err(|e| format!("invalid kube version '{v}': {e}"))?;
         Ok(KubeVersion {
             version: format!("v{sv}"),
-            major: sv.major.to_string(),
-            minor: sv.minor.to_string(),
+            major: sv.major().to_string(),
+            minor: sv.minor().to_string(),
         })
     }
 

@@ -105,67 +105,15 @@ pub fn go_yaml_scalar_string(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
         Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) if n.is_f64() => Some(format_float32_g(n.as_f64().unwrap_or(0.0))),
+        Value::Number(n) if n.is_f64() => Some(gotmpl::gofmt::format_float(
+            n.as_f64().unwrap_or(0.0),
+            'g',
+            -1,
+            32,
+        )),
         Value::Number(n) => Some(n.to_string()),
         _ => None,
     }
-}
-
-/// Go's `strconv.FormatFloat(f, 'g', -1, 32)`.
-pub fn format_float32_g(f: f64) -> String {
-    let f = f as f32;
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    let e = format!("{:e}", f.abs());
-    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    let neg = if f < 0.0 { "-" } else { "" };
-    if !(-4..6).contains(&exp) {
-        let rest = &digits[1..];
-        let dot = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{neg}{}{dot}e{sign}{:02}", &digits[..1], exp.abs());
-    }
-    let nd = digits.len() as i32;
-    let dp = exp + 1;
-    let mut out = String::from(neg);
-    if dp <= 0 {
-        out.push_str("0.");
-        for _ in 0..(-dp) {
-            out.push('0');
-        }
-        out.push_str(&digits);
-    } else if dp >= nd {
-        out.push_str(&digits);
-        for _ in 0..(dp - nd) {
-            out.push('0');
-        }
-    } else {
-        out.push_str(&digits[..dp as usize]);
-        out.push('.');
-        out.push_str(&digits[dp as usize..]);
-    }
-    out
 }
 
 /// Converts every number to an `f64`-backed number (Go's `float64` after a JSON round trip).
@@ -391,22 +339,5 @@ mod tests {
         assert_eq!(path_value(&v, "a.c"), None);
         assert_eq!(path_value(&v, "a.x"), None);
         assert_eq!(path_value(&v, ""), None);
-    }
-}
-
-#[cfg(test)]
-mod float_tests {
-    use super::format_float32_g;
-
-    #[test]
-    fn go_float32_g() {
-        assert_eq!(format_float32_g(1.0), "1");
-        assert_eq!(format_float32_g(1.1), "1.1");
-        assert_eq!(format_float32_g(1e6), "1e+06");
-        assert_eq!(format_float32_g(123456.0), "123456");
-        assert_eq!(format_float32_g(0.0001), "0.0001");
-        assert_eq!(format_float32_g(0.00001), "1e-05");
-        assert_eq!(format_float32_g(123.456789), "123.45679");
-        assert_eq!(format_float32_g(-2.5), "-2.5");
     }
 }

@@ -1,11 +1,11 @@
 //! `configMapGenerator` / `secretGenerator`, generator options, merge/replace behaviors and
 //! the content-hash name suffix.
 
-use super::goyaml::go_json_float;
 use super::kfile::{GenArgs, GenOptions, Kustomization};
 use super::resource::{Res, ResMap, str_at};
 use super::{FileSource, KustomizeError, normalize};
 use base64::Engine;
+use gotmpl::gofmt::json_float as go_json_float;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::path::Path;

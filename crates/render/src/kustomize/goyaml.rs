@@ -8,6 +8,7 @@
 //! through Go's JSON float formatting. This module reimplements that behaviour for
 //! `serde_json::Value` so our output can be compared byte for byte with the real binary.
 
+use gotmpl::gofmt::json_float;
 use serde_json::{Map, Number, Value};
 use std::cmp::Ordering;
 
@@ -101,88 +102,15 @@ fn go_key_less(a: &str, b: &str) -> bool {
     ar.len() < br.len()
 }
 
-/// Formats a float like Go's `encoding/json` (shortest digits, `e` notation outside
-/// [1e-6, 1e21), exponent without leading zeros). Returns `None` for NaN/Inf, which Go
-/// refuses to encode.
-pub fn go_json_float(f: f64) -> Option<String> {
-    if !f.is_finite() {
-        return None;
+/// go-yaml v2's text for a float: `strconv.FormatFloat(f, 'g', -1, 64)` with YAML's spellings
+/// of the non-finite values.
+fn yaml_float_text(f: f64) -> String {
+    match gotmpl::gofmt::format_float(f, 'g', -1, 64).as_str() {
+        "+Inf" => ".inf".into(),
+        "-Inf" => "-.inf".into(),
+        "NaN" => ".nan".into(),
+        s => s.to_string(),
     }
-    let abs = f.abs();
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        // Rust's `{:e}` gives shortest digits, e.g. "1e21", "1.5e-7".
-        let s = format!("{f:e}");
-        let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let (sign, digits) = match exp.strip_prefix('-') {
-            Some(d) => ('-', d),
-            None => ('+', exp),
-        };
-        // Go's AppendFloat writes at least two exponent digits, then json strips
-        // one leading zero: e-07 -> e-7. Net effect: no zero padding.
-        return Some(format!("{mant}e{sign}{digits}"));
-    }
-    // Shortest round-trip in plain decimal notation.
-    let s = format!("{f}");
-    Some(if s == "-0" { "-0".to_string() } else { s })
-}
-
-/// Go's `strconv.FormatFloat(f, 'g', -1, 64)` as used by go-yaml v2 for floats.
-pub fn go_format_g(f: f64) -> String {
-    if f.is_nan() {
-        return ".nan".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            ".inf".into()
-        } else {
-            "-.inf".into()
-        };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    // Shortest digits and decimal exponent from Rust's `{:e}`.
-    let s = format!("{:e}", f.abs());
-    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let exp: i64 = exp.parse().unwrap_or(0);
-    let digits: String = mant.chars().filter(|c| *c != '.').collect();
-    let neg = if f < 0.0 { "-" } else { "" };
-    if !(-4..6).contains(&exp) {
-        // %e form with shortest digits, at least two exponent digits.
-        let mut m = String::new();
-        m.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            m.push('.');
-            m.push_str(&digits[1..]);
-        }
-        let (sign, e) = if exp < 0 { ('-', -exp) } else { ('+', exp) };
-        return format!("{neg}{m}e{sign}{e:02}");
-    }
-    // %f form.
-    let dp = exp + 1; // position of the decimal point relative to digits
-    let nd = digits.len() as i64;
-    let mut out = String::from(neg);
-    if dp <= 0 {
-        out.push_str("0.");
-        for _ in 0..(-dp) {
-            out.push('0');
-        }
-        out.push_str(&digits);
-    } else if dp >= nd {
-        out.push_str(&digits);
-        for _ in 0..(dp - nd) {
-            out.push('0');
-        }
-    } else {
-        out.push_str(&digits[..dp as usize]);
-        out.push('.');
-        out.push_str(&digits[dp as usize..]);
-    }
-    out
 }
 
 /// The text go-yaml v2 prints for a JSON number after the JSON → YAML round trip.
@@ -194,8 +122,8 @@ pub fn number_text(n: &Number) -> String {
         return u.to_string();
     }
     let f = n.as_f64().unwrap_or(0.0);
-    let Some(json) = go_json_float(f) else {
-        return go_format_g(f);
+    let Some(json) = json_float(f) else {
+        return yaml_float_text(f);
     };
     // go-yaml v2 re-reads the JSON text: integers become ints.
     if let Ok(i) = json.parse::<i64>() {
@@ -204,7 +132,7 @@ pub fn number_text(n: &Number) -> String {
     if let Ok(u) = json.parse::<u64>() {
         return u.to_string();
     }
-    go_format_g(json.parse::<f64>().unwrap_or(f))
+    yaml_float_text(json.parse::<f64>().unwrap_or(f))
 }
 
 /// Whether go-yaml v2 would read `s`, written plain, as something other than a string
