@@ -18,6 +18,14 @@ pub fn sha256_hex(data: &[u8]) -> String {
     hex::encode(Sha256::digest(data))
 }
 
+/// Resource-name prefix under which `fleet apply` stores a remote Helm chart inside a Bundle:
+/// `.chart/<sha256hex(chart:repo:version)>`. The bundle reader writes it and the renderer looks
+/// for it, so both take it from here.
+pub fn chart_prefix(helm: &crate::types::HelmOptions) -> String {
+    let key = format!("{}:{}:{}", helm.chart, helm.repo, helm.version);
+    format!(".chart/{}", sha256_hex(key.as_bytes()))
+}
+
 /// Cuts `s` (byte length, as Go does) to `count`, keeping it unique with an md5 suffix.
 pub fn limit(s: &str, count: usize) -> String {
     if s.len() <= count {

@@ -20,8 +20,7 @@ const MAX_DOWNLOAD: usize = 256 * 1024 * 1024;
 
 /// Resource-name prefix of a remote chart: `.chart/<sha256hex(chart:repo:version)>`.
 pub fn checksum_prefix(helm: &HelmOptions) -> String {
-    let key = format!("{}:{}:{}", helm.chart, helm.repo, helm.version);
-    format!(".chart/{}", fleet_api::names::sha256_hex(key.as_bytes()))
+    fleet_api::names::chart_prefix(helm)
 }
 
 fn context(helm: &HelmOptions) -> String {

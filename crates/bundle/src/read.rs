@@ -539,22 +539,7 @@ pub fn base64_gz(data: &[u8]) -> std::io::Result<String> {
     Ok(base64::engine::general_purpose::STANDARD.encode(gz))
 }
 
-/// Decodes a resource's content (plain or `base64+gz`).
+/// Decodes a resource's content (plain or `base64+gz`); the error names the resource.
 pub fn decode_resource(r: &BundleResource) -> Result<Vec<u8>, String> {
-    use base64::Engine;
-    use std::io::Read;
-    match r.encoding.as_str() {
-        "" => Ok(r.content.clone().into_bytes()),
-        "base64+gz" => {
-            let gz = base64::engine::general_purpose::STANDARD
-                .decode(&r.content)
-                .map_err(|e| format!("{}: {e}", r.name))?;
-            let mut out = Vec::new();
-            flate2::read::GzDecoder::new(&gz[..])
-                .read_to_end(&mut out)
-                .map_err(|e| format!("{}: {e}", r.name))?;
-            Ok(out)
-        }
-        other => Err(format!("{}: unknown encoding {other:?}", r.name)),
-    }
+    r.decode().map_err(|e| format!("{}: {e}", r.name))
 }

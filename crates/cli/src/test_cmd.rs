@@ -233,28 +233,6 @@ mod tests {
         );
     }
 
-    /// `fleet apply` (bundle) stores a fetched chart under the prefix the renderer (which must
-    /// not depend on the bundle reader) looks for: the two computations must agree.
-    #[test]
-    fn chart_prefix_agrees_between_bundle_reader_and_renderer() {
-        for (chart, repo, version) in [
-            ("c", "https://r", "1.0"),
-            ("oci://x/y", "", ""),
-            ("", "", ""),
-        ] {
-            let h = fleet_api::HelmOptions {
-                chart: chart.into(),
-                repo: repo.into(),
-                version: version.into(),
-                ..Default::default()
-            };
-            assert_eq!(
-                fleet_bundle::chart::checksum_prefix(&h),
-                fleet_render::deploy::chart_checksum_prefix(&h)
-            );
-        }
-    }
-
     #[test]
     fn fleet_examples_goldens() {
         let data = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use fleet_api::{BundleDeploymentOptions, BundleResource, HelmOptions};
+use fleet_api::{BundleDeploymentOptions, BundleResource};
 use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
 
@@ -106,33 +106,10 @@ impl Release {
 
 /// The bundle resource's bytes, undoing Fleet's `base64+gz` content encoding.
 pub fn decode_resource(r: &BundleResource) -> Result<Vec<u8>, RenderError> {
-    use base64::Engine;
-    use std::io::Read;
-    let fail = |msg: String| RenderError::Decode {
+    r.decode().map_err(|msg| RenderError::Decode {
         name: r.name.clone(),
         msg,
-    };
-    match r.encoding.as_str() {
-        "" => Ok(r.content.clone().into_bytes()),
-        "base64+gz" => {
-            let gz = base64::engine::general_purpose::STANDARD
-                .decode(&r.content)
-                .map_err(|e| fail(e.to_string()))?;
-            let mut out = Vec::new();
-            flate2::read::GzDecoder::new(&gz[..])
-                .read_to_end(&mut out)
-                .map_err(|e| fail(e.to_string()))?;
-            Ok(out)
-        }
-        other => Err(fail(format!("unknown encoding {other:?}"))),
-    }
-}
-
-/// Resource-name prefix under which `fleet apply` stores a remote chart:
-/// `.chart/<sha256hex(chart:repo:version)>`. Must agree with the bundle reader.
-pub fn chart_checksum_prefix(helm: &HelmOptions) -> String {
-    let key = format!("{}:{}:{}", helm.chart, helm.repo, helm.version);
-    format!(".chart/{}", fleet_api::names::sha256_hex(key.as_bytes()))
+    })
 }
 
 /// Go's `filepath.Clean` for `/`-separated relative paths, then the leading `/` dropped
@@ -182,7 +159,7 @@ pub fn determine_style(files: &BTreeMap<String, Vec<u8>>, opts: &BundleDeploymen
             };
             (
                 clean_join(p, "Chart.yaml"),
-                format!("{}/", chart_checksum_prefix(h)),
+                format!("{}/", fleet_api::names::chart_prefix(h)),
             )
         }
     };
@@ -554,7 +531,7 @@ mod tests {
         let Some(h) = &opts.helm else {
             panic!("helm options parsed");
         };
-        let fetched = format!("{}/c/Chart.yaml", chart_checksum_prefix(h));
+        let fetched = format!("{}/c/Chart.yaml", fleet_api::names::chart_prefix(h));
         assert_eq!(
             determine_style(&files(&[&fetched]), &opts).chart_yaml,
             Some(fetched)
