@@ -5,9 +5,20 @@ use serde_json::{Map, Value};
 
 /// Current time as Kubernetes writes timestamps (RFC 3339, seconds, UTC).
 pub fn now() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    // Every write stamps a time (managedFields, creationTimestamp): format each second once per
+    // thread rather than on every call.
+    thread_local! {
+        static LAST: std::cell::RefCell<(i64, String)> = const { std::cell::RefCell::new((i64::MIN, String::new())) };
+    }
+    let ts = jiff::Timestamp::now();
+    let sec = ts.as_second();
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != sec {
+            *last = (sec, ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+        }
+        last.1.clone()
+    })
 }
 
 /// A random 5-character suffix from kube-apiserver's alphabet (no vowels, no ambiguous digits).

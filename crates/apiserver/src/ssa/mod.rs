@@ -16,7 +16,7 @@ use crate::errors::{ApiError, ApiResult, Cause, Details};
 use crate::objects::now;
 use crate::registry::ResourceInfo;
 use crate::request::Query;
-use fieldpath::{Set, display_path, field_pe};
+use fieldpath::{Set, display_path};
 use schema::Ty;
 
 /// The longest field manager name kube-apiserver accepts.
@@ -241,20 +241,20 @@ fn strip(set: &mut Set, info: &ResourceInfo, sub: Option<&str>) {
     set.remove("f:kind");
     if let Some(meta) = set.children.get_mut("f:metadata") {
         meta.member = false;
-        for f in [
-            "name",
-            "namespace",
-            "creationTimestamp",
-            "selfLink",
-            "uid",
-            "clusterName",
-            "generation",
-            "managedFields",
-            "resourceVersion",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
+        for pe in [
+            "f:name",
+            "f:namespace",
+            "f:creationTimestamp",
+            "f:selfLink",
+            "f:uid",
+            "f:clusterName",
+            "f:generation",
+            "f:managedFields",
+            "f:resourceVersion",
+            "f:deletionTimestamp",
+            "f:deletionGracePeriodSeconds",
         ] {
-            meta.remove(&field_pe(f));
+            meta.remove(pe);
         }
     }
     match sub {

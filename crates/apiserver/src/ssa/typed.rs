@@ -105,11 +105,15 @@ pub fn to_set_scoped(
 ) -> Result<Set, TypeError> {
     let mut out = Set::new();
     let mut path = Vec::new();
-    walk_set(v, ty, true, strict, scope, &mut out, &mut path)?;
+    walk_set(v, ty, true, strict, scope, &mut out, &mut path, 0)?;
     out.member = false;
     Ok(out)
 }
 
+/// `path` (for error messages) is only kept in strict mode: a lenient walk reports nothing but
+/// excessive depth, and skipping the copies keeps the per-write field tracking cheap.
+// The walk's state is these few values; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 fn walk_set(
     v: &Value,
     ty: &Ty<'_>,
@@ -118,8 +122,9 @@ fn walk_set(
     scope: Scope<'_>,
     out: &mut Set,
     path: &mut Vec<String>,
+    depth: usize,
 ) -> Result<(), TypeError> {
-    if path.len() > MAX_DEPTH {
+    if depth > MAX_DEPTH {
         return Err(TypeError(format!(
             "{}: nested too deeply",
             path_string(path)
@@ -133,10 +138,23 @@ fn walk_set(
                 }
                 let child = ty.field(k, top);
                 let pe = field_pe(k);
-                path.push(pe.clone());
+                if strict {
+                    path.push(pe.clone());
+                }
                 let node = out.child(pe);
-                walk_set(cv, &child.ty, false, strict, Scope::All, node, path)?;
-                path.pop();
+                walk_set(
+                    cv,
+                    &child.ty,
+                    false,
+                    strict,
+                    Scope::All,
+                    node,
+                    path,
+                    depth + 1,
+                )?;
+                if strict {
+                    path.pop();
+                }
                 let empty_map = cv.as_object().is_some_and(Map::is_empty);
                 if cv.is_null() || empty_map || !child.declared {
                     node.member = true;
@@ -147,13 +165,26 @@ fn walk_set(
             Ok(keys) => {
                 let item_ty = ty.item();
                 for (item, pe) in items.iter().zip(keys) {
-                    path.push(pe.clone());
+                    if strict {
+                        path.push(pe.clone());
+                    }
                     let node = out.child(pe);
                     if matches!(ty.list, ListKind::Map(_)) {
-                        walk_set(item, &item_ty, false, strict, Scope::All, node, path)?;
+                        walk_set(
+                            item,
+                            &item_ty,
+                            false,
+                            strict,
+                            Scope::All,
+                            node,
+                            path,
+                            depth + 1,
+                        )?;
                     }
                     node.member = true;
-                    path.pop();
+                    if strict {
+                        path.pop();
+                    }
                 }
             }
             Err(e) if strict => return Err(TypeError(format!("{}: {e}", path_string(path)))),
