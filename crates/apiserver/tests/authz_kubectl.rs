@@ -18,25 +18,9 @@ use fleet_apiserver::pki::{self, CertAndKey, Pki};
 use fleet_apiserver::serve::{self, ServeOptions};
 use fleet_apiserver::{ApiServer, ApiServerConfig};
 
-fn kubectl_bin() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("KUBECTL") {
-        return Some(PathBuf::from(p));
-    }
-    let tools = std::env::var("FLEET_TOOLS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools")
-        });
-    let candidate = tools.join("bin/kubectl");
-    if candidate.exists() {
-        return Some(candidate);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("kubectl"))
-            .find(|p| p.exists())
-    })
-}
+#[path = "support/kubectl.rs"]
+mod kubectl;
+use kubectl::kubectl_bin;
 
 fn have_kubectl() -> bool {
     if kubectl_bin().is_some() {

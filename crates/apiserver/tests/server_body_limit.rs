@@ -3,8 +3,10 @@
 //! unauthenticated client), a chunked body is cut off at 3 MiB with a 413 Status instead of a
 //! connection reset, and the server keeps serving afterwards.
 
+#[path = "support/tls.rs"]
+mod tls;
+
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,8 +18,7 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::Request;
 use hyper::body::Frame;
 use hyper_util::rt::TokioIo;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
@@ -47,21 +48,11 @@ async fn start(dir: &std::path::Path) -> Running {
         },
         ServeOptions::default(),
     ));
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from_pem_slice(pki.ca_cert_pem().as_bytes()).unwrap())
-        .unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let cfg = tls::client_config(&pki, None);
     Running {
         addr,
         token: pki.admin_token().to_string(),
-        tls: tokio_rustls::TlsConnector::from(Arc::new(cfg)),
+        tls: tokio_rustls::TlsConnector::from(cfg),
         _stop: stop,
         _api: api,
     }

@@ -2,6 +2,9 @@
 //! (no certificate exchange), and the resumed connection still carries the client certificate's
 //! identity (CN -> user, O -> groups).
 
+#[path = "support/tls.rs"]
+mod tls;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -9,13 +12,12 @@ use axum::routing::get;
 use axum::{Extension, Router};
 use bytes::Bytes;
 use fleet_apiserver::auth::{Authenticator, UserInfo};
-use fleet_apiserver::pki::{self, CertAndKey, Pki};
+use fleet_apiserver::pki::{self, Pki};
 use fleet_apiserver::serve::{self, ServeOptions};
 use http_body_util::{BodyExt, Empty};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::ServerName;
 
 async fn start(pki: &Pki) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
     let app = Router::new().route(
@@ -39,25 +41,6 @@ async fn start(pki: &Pki) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
         ServeOptions::default(),
     ));
     (addr, stop)
-}
-
-fn client(pki: &Pki, ck: &CertAndKey) -> Arc<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from_pem_slice(pki.ca_cert_pem().as_bytes()).unwrap())
-        .unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_client_auth_cert(
-            vec![CertificateDer::from_pem_slice(ck.cert_pem.as_bytes()).unwrap()],
-            PrivateKeyDer::from_pem_slice(ck.key_pem.as_bytes()).unwrap(),
-        )
-        .unwrap();
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(cfg)
 }
 
 /// (handshake kind, body of GET /whoami) over a fresh connection.
@@ -97,7 +80,7 @@ async fn returning_clients_resume_and_keep_their_identity() {
             let ck = pki
                 .issue_client_cert(&format!("user-{i}"), &[&format!("group-{i}")])
                 .unwrap();
-            client(&pki, &ck)
+            tls::client_config(&pki, Some(&ck))
         })
         .collect();
     for (i, cfg) in users.iter().enumerate() {
