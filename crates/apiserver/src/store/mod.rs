@@ -13,6 +13,7 @@
 //! - Events reach watchers in revision order with no gaps; a slow watcher is dropped, never waited on.
 
 mod db;
+mod encode;
 mod list;
 mod watch;
 mod writer;
@@ -251,6 +252,7 @@ impl Store {
         op: writer::Op,
         value: Option<serde_json::Value>,
     ) -> Result<Obj, StoreError> {
+        let value = value.map(|v| encode::Encoded::new(key, v)).transpose()?;
         let (reply, rx) = oneshot::channel();
         let req = writer::WriteReq {
             key: key.into(),

@@ -15,7 +15,8 @@ use rusqlite::Connection;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::{Event, EventKind, Obj, RETENTION, Rev, Shared, StoreError, db, empty_labels};
+use super::encode::Encoded;
+use super::{Event, EventKind, Obj, RETENTION, Rev, Shared, StoreError, db};
 
 /// Upper bound on writes per transaction (keeps one commit's latency bounded).
 pub(crate) const MAX_BATCH: usize = 4_096;
@@ -33,7 +34,8 @@ pub(crate) enum Op {
 pub(crate) struct WriteReq {
     pub(crate) key: Box<str>,
     pub(crate) op: Op,
-    pub(crate) value: Option<Value>,
+    /// The new value, serialized by the caller (creates and updates).
+    pub(crate) value: Option<Encoded>,
     pub(crate) reply: oneshot::Sender<Result<Obj, StoreError>>,
 }
 
@@ -352,7 +354,7 @@ type Applied = (EventKind, Arc<str>, Obj, Option<Obj>);
 fn apply(
     key: &str,
     op: Op,
-    value: Option<Value>,
+    value: Option<Encoded>,
     current: Option<(Arc<str>, Obj)>,
     rev: Rev,
 ) -> Result<Applied, StoreError> {
@@ -361,7 +363,7 @@ fn apply(
             if current.is_some() {
                 return Err(StoreError::AlreadyExists(key.to_string()));
             }
-            let obj = encode(key, value, rev)?;
+            let obj = finish(key, value, rev)?;
             Ok((EventKind::Added, Arc::from(key), obj, None))
         }
         Op::Update(expected) => {
@@ -369,7 +371,7 @@ fn apply(
                 return Err(StoreError::NotFound(key.to_string()));
             };
             check_expected(key, expected, &cur)?;
-            let obj = encode(key, value, rev)?;
+            let obj = finish(key, value, rev)?;
             Ok((EventKind::Modified, k, obj, Some(cur)))
         }
         Op::Delete(expected) => {
@@ -380,7 +382,7 @@ fn apply(
             let last: Value = serde_json::from_slice(&cur.json).map_err(|e| {
                 StoreError::Internal(format!("stored value of {key} is not JSON: {e}"))
             })?;
-            let mut obj = encode(key, Some(last), rev)?;
+            let mut obj = Encoded::new(key, last)?.finish(rev);
             obj.labels = cur.labels.clone();
             Ok((EventKind::Deleted, k, obj, Some(cur)))
         }
@@ -398,40 +400,9 @@ fn check_expected(key: &str, expected: Option<Rev>, cur: &Obj) -> Result<(), Sto
     }
 }
 
-/// Sets `metadata.resourceVersion` to `rev` and serializes the object once.
-fn encode(key: &str, value: Option<Value>, rev: Rev) -> Result<Obj, StoreError> {
-    let mut value = value.unwrap_or(Value::Null);
-    let Some(top) = value.as_object_mut() else {
-        return Err(StoreError::Internal(format!(
-            "value for {key} is not a JSON object"
-        )));
-    };
-    let meta = top
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Default::default()));
-    let Some(meta) = meta.as_object_mut() else {
-        return Err(StoreError::Internal(format!(
-            "metadata of {key} is not a JSON object"
-        )));
-    };
-    meta.insert(
-        "resourceVersion".to_string(),
-        Value::String(rev.to_string()),
-    );
-    let labels = match meta.get("labels").and_then(Value::as_object) {
-        Some(l) if !l.is_empty() => super::intern_labels(
-            l.iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                .collect(),
-        ),
-        _ => empty_labels(),
-    };
-    let mut json = serde_json::to_vec(&value)
-        .map_err(|e| StoreError::Internal(format!("serializing {key}: {e}")))?;
-    json.shrink_to_fit();
-    Ok(Obj {
-        json: bytes::Bytes::from(json),
-        rev,
-        labels,
-    })
+/// The stored object for a create or update at `rev`.
+fn finish(key: &str, value: Option<Encoded>, rev: Rev) -> Result<Obj, StoreError> {
+    value
+        .map(|v| v.finish(rev))
+        .ok_or_else(|| StoreError::Internal(format!("no value to write for {key}")))
 }
