@@ -383,8 +383,12 @@ impl ApiServer {
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        // Field ownership is recorded on every write, subresources included.
-        let managed = new.pointer("/metadata/managedFields").cloned();
+        // Field ownership is recorded on every write, subresources included: a subresource write
+        // replaces the object with the old one, so its managedFields are carried over.
+        let managed = match sub {
+            Some(_) => new.pointer("/metadata/managedFields").cloned(),
+            None => None,
+        };
         match sub {
             Some("status") => {
                 let status = new.get("status").cloned();

@@ -72,8 +72,12 @@ pub(crate) fn open_writer(path: Option<&Path>) -> Result<Connection, StoreError>
                 "sqlite refused WAL mode (got {mode})"
             )));
         }
-        conn.execute_batch(&format!("PRAGMA synchronous={};", sync_mode()))
-            .map_err(|e| sql_err("setting synchronous", e))?;
+        // Checkpoints run on their own thread (see `checkpoint`), not inside the writer's commits.
+        conn.execute_batch(&format!(
+            "PRAGMA synchronous={}; PRAGMA wal_autocheckpoint=0;",
+            sync_mode()
+        ))
+        .map_err(|e| sql_err("setting synchronous", e))?;
     }
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .map_err(|e| sql_err("setting busy timeout", e))?;
@@ -93,6 +97,27 @@ pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .map_err(|e| sql_err("setting busy timeout", e))?;
     Ok(conn)
+}
+
+/// Opens the connection the checkpoint thread copies the WAL into the database with.
+pub(crate) fn open_checkpointer(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| sql_err(&format!("opening checkpointer {}", path.display()), e))?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .map_err(|e| sql_err("setting busy timeout", e))?;
+    conn.execute_batch(&format!("PRAGMA synchronous={};", sync_mode()))
+        .map_err(|e| sql_err("setting synchronous", e))?;
+    Ok(conn)
+}
+
+/// Copies as much of the WAL into the database as can be copied without waiting for anyone
+/// (`PASSIVE`). Returns the WAL's length in pages.
+pub(crate) fn checkpoint(conn: &Connection) -> Result<i64, StoreError> {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1))
+        .map_err(|e| sql_err("checkpointing", e))
 }
 
 /// What `load` finds on disk.

@@ -12,6 +12,7 @@
 //! - An acknowledged write (the future resolved `Ok`) survives SIGKILL (committed to SQLite WAL).
 //! - Events reach watchers in revision order with no gaps; a slow watcher is dropped, never waited on.
 
+mod checkpoint;
 mod db;
 mod encode;
 mod list;
@@ -232,7 +233,11 @@ impl Store {
             reader,
         });
         let (tx, rx) = mpsc::channel();
-        let w = writer::Writer::new(conn, shared.clone(), loaded.rev);
+        let checkpointer = match &cfg.path {
+            Some(p) => Some(checkpoint::Checkpointer::spawn(p)?),
+            None => None,
+        };
+        let w = writer::Writer::new(conn, shared.clone(), loaded.rev, checkpointer);
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || w.run(rx))

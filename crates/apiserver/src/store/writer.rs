@@ -15,6 +15,7 @@ use rusqlite::Connection;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::checkpoint::{self, Checkpointer};
 use super::encode::Encoded;
 use super::{Event, EventKind, Obj, RETENTION, Rev, Shared, StoreError, db};
 
@@ -58,6 +59,10 @@ pub(crate) struct Writer {
     db_compact: Rev,
     last_tick: Instant,
     retention: Duration,
+    /// The WAL checkpoint thread (file stores only).
+    checkpointer: Option<Checkpointer>,
+    /// Writes committed since the checkpoint thread was last kicked.
+    since_kick: u64,
 }
 
 /// The outcome of one request inside a batch, before commit.
@@ -67,7 +72,12 @@ struct Staged {
 }
 
 impl Writer {
-    pub(crate) fn new(conn: Connection, shared: Arc<Shared>, rev: Rev) -> Writer {
+    pub(crate) fn new(
+        conn: Connection,
+        shared: Arc<Shared>,
+        rev: Rev,
+        checkpointer: Option<Checkpointer>,
+    ) -> Writer {
         let retention = std::env::var("FLEET_STORE_RETENTION_SECS")
             .ok()
             .and_then(|v| v.parse::<u64>().ok())
@@ -82,6 +92,8 @@ impl Writer {
             compact_goal: 0,
             last_tick: Instant::now(),
             retention,
+            checkpointer,
+            since_kick: 0,
         }
     }
 
@@ -139,9 +151,10 @@ impl Writer {
         self.db_compact < self.compact_goal
     }
 
-    /// Periodic work: revision samples, compaction target, snapshot expiry, ring pruning, and
-    /// one compaction chunk when behind.
+    /// Periodic work: WAL checkpoints, revision samples, compaction target, snapshot expiry,
+    /// ring pruning, and one compaction chunk when behind.
     fn housekeeping(&mut self) {
+        self.checkpoint();
         let now = Instant::now();
         if now.duration_since(self.last_tick) >= TICK {
             self.last_tick = now;
@@ -163,6 +176,26 @@ impl Writer {
             tracing::warn!("store compaction failed: {e}");
             // Retry at the next sample rather than spinning.
             self.compact_goal = self.db_compact;
+        }
+    }
+
+    /// Kicks the checkpoint thread every [`checkpoint::KICK_EVERY_WRITES`] writes, and
+    /// checkpoints here, between batches, when the WAL has outgrown what the thread keeps up with.
+    fn checkpoint(&mut self) {
+        let Some(cp) = &self.checkpointer else {
+            return;
+        };
+        if self.since_kick < checkpoint::KICK_EVERY_WRITES {
+            return;
+        }
+        self.since_kick = 0;
+        if cp.wal_too_long() {
+            match db::checkpoint(&self.conn) {
+                Ok(log) => cp.record(log),
+                Err(e) => tracing::warn!("WAL checkpoint failed: {e}"),
+            }
+        } else {
+            cp.kick();
         }
     }
 
@@ -231,6 +264,7 @@ impl Writer {
                     st.rev = self.rev;
                 }
                 self.shared.hubs.lock().publish(&events);
+                self.since_kick += events.len() as u64;
                 for s in staged {
                     let res = s.result.and_then(|i| {
                         events
