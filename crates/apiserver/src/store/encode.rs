@@ -94,16 +94,30 @@ impl Encoded {
 
     /// The stored object at revision `rev`: one copy of the bytes with the revision spliced in.
     pub(crate) fn finish(&self, rev: Rev) -> Obj {
-        let (head, tail) = self.json.split_at(self.rv_at.min(self.json.len()));
-        let mut json = Vec::with_capacity(self.json.len() + 20);
-        json.extend_from_slice(head);
-        let _ = write!(json, "{rev}");
-        json.extend_from_slice(tail);
         Obj {
-            json: bytes::Bytes::from(json),
+            json: bytes::Bytes::from(self.spliced(rev)),
             rev,
             labels: self.labels.clone(),
         }
+    }
+
+    /// The JSON with `rev` spliced in, in an allocation of exactly its length: stored objects
+    /// stay in memory for their lifetime, and a few spare bytes can move an object into the
+    /// allocator's next size class (up to 256 bytes more per object at 1.5 KiB); a `Bytes` made
+    /// from a `Vec` with spare capacity also costs an extra allocation.
+    fn spliced(&self, rev: Rev) -> Vec<u8> {
+        let mut digits = [0u8; 24];
+        let n = {
+            let mut cur = std::io::Cursor::new(&mut digits[..]);
+            let _ = write!(cur, "{rev}");
+            usize::try_from(cur.position()).unwrap_or(0)
+        };
+        let (head, tail) = self.json.split_at(self.rv_at.min(self.json.len()));
+        let mut json = Vec::with_capacity(self.json.len() + n);
+        json.extend_from_slice(head);
+        json.extend_from_slice(digits.get(..n).unwrap_or_default());
+        json.extend_from_slice(tail);
+        json
     }
 }
 
@@ -188,6 +202,8 @@ mod tests {
         #[test]
         fn split_encoding_equals_whole_serialization(v in arb_object(), rev in 0..Rev::MAX) {
             let enc = Encoded::new("k", v.clone()).expect("an object encodes");
+            let raw = enc.spliced(rev);
+            prop_assert_eq!(raw.capacity(), raw.len(), "no spare capacity is kept");
             let obj = enc.finish(rev);
             prop_assert_eq!(obj.rev, rev);
             let want = reference(v, rev);
