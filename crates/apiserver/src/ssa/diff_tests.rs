@@ -468,8 +468,18 @@ fn entries_nobody_changed_are_written_back_as_they_were() {
     if let Some(Value::Array(mf)) = live.pointer_mut("/metadata/managedFields") {
         mf.push(other.clone());
     }
-    let entries = decode_managed_keep(&live, true).expect("entries");
+    let entries = decode_managed_keep(&live, true, None).expect("entries");
     assert!(entries.iter().all(|e| e.source.is_some()), "canonical");
+    // A write that only touches `data`: the other manager's entry (metadata only) is not even
+    // decoded, the writer's own is.
+    let mut me = entries[0].clone();
+    me.set = Set::new();
+    let lazy = decode_managed_keep(&live, true, Some((&me, &["f:data"]))).expect("entries");
+    assert_eq!(
+        lazy.iter().map(|e| e.lazy).collect::<Vec<_>>(),
+        vec![false, true]
+    );
+    assert!(lazy[1].set.is_empty() && lazy[1].source == Some(1));
     let out = track_update_with(&info, Some(&live), cm(1), "bench", None, clock(1), false);
     let mf = out["metadata"]["managedFields"]
         .as_array()
@@ -499,6 +509,7 @@ fn non_canonical_fields_v1_is_re_encoded() {
     ] {
         let (set, c) = Set::from_fields_v1_canonical(&raw).expect("valid");
         assert_eq!(c, canonical, "{raw}");
+        assert_eq!(Set::is_canonical_fields_v1(&raw), canonical, "{raw}");
         if c {
             assert_eq!(set.to_fields_v1(), raw);
             assert_eq!(
@@ -507,4 +518,64 @@ fn non_canonical_fields_v1_is_re_encoded() {
             );
         }
     }
+}
+
+proptest! {
+    /// The decode-free canonicality check agrees with the decoder, on random `FieldsV1`-ish
+    /// JSON (mostly invalid or non-canonical) and on real encodings (always canonical).
+    #[test]
+    fn canonical_check_agrees_with_the_decoder(
+        raw in arb_json_with(&[".", "f:a", "f:b", "k:{\"a\":1}", "k:{\"a\": 1}", "v:\"x\"",
+            "v:\"x\" ", "i:0", "i:01", "x"]),
+        v in arb_value(),
+    ) {
+        let decoded = Set::from_fields_v1_canonical(&raw).is_ok_and(|(_, c)| c);
+        prop_assert_eq!(Set::is_canonical_fields_v1(&raw), decoded, "{}", raw);
+        let info = builtin("Pod");
+        let set = to_set_scoped(&v, &Ty::root(&info), false, Scope::All).expect("lenient");
+        let mut set = set;
+        set.prune();
+        prop_assert!(Set::is_canonical_fields_v1(&set.to_fields_v1()));
+    }
+}
+
+/// More update managers than are kept: the entries left undecoded are decoded for the merge,
+/// and the result is still the reference one.
+#[test]
+fn capping_many_managers_equals_reference() {
+    let info = builtin("ConfigMap");
+    let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "ns"}, "data": {}});
+    for n in 0..14 {
+        let mut new = obj.clone();
+        // Alternately `data` and `metadata`: each write leaves half the entries undecoded.
+        let at = if n % 2 == 0 { "/data" } else { "/metadata" };
+        if let Some(d) = new.pointer_mut(at).and_then(Value::as_object_mut) {
+            d.insert(format!("k{n}"), json!(n.to_string()));
+        }
+        let manager = format!("writer-{n:02}");
+        let fast = track_update_with(
+            &info,
+            Some(&obj),
+            new.clone(),
+            &manager,
+            None,
+            clock(n),
+            false,
+        );
+        let slow = track_update_with(&info, Some(&obj), new, &manager, None, clock(n), true);
+        assert_eq!(
+            serde_json::to_string(&fast).unwrap_or_default(),
+            serde_json::to_string(&slow).unwrap_or_default(),
+            "write {n}"
+        );
+        obj = fast;
+    }
+    let mf = obj["metadata"]["managedFields"]
+        .as_array()
+        .expect("entries");
+    assert!(
+        mf.iter().any(|e| e["manager"] == "ancient-changes"),
+        "{mf:?}"
+    );
 }

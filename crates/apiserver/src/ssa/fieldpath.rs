@@ -340,6 +340,39 @@ impl Set {
         Ok((s, canonical))
     }
 
+    /// Whether `v` is valid `FieldsV1` that [`Set::from_fields_v1_canonical`] would call
+    /// canonical, checked without building the set: an entry a write cannot affect is then
+    /// written back without being decoded at all.
+    pub fn is_canonical_fields_v1(v: &Value) -> bool {
+        fn node(v: &Value, depth: usize, root: bool) -> bool {
+            let Value::Object(m) = v else { return false };
+            if depth > 256 {
+                return false;
+            }
+            let mut prev: Option<&str> = None;
+            for (k, c) in m {
+                if prev.is_some_and(|p| p >= k.as_str()) {
+                    return false;
+                }
+                prev = Some(k);
+                if k == "." {
+                    // Never on the root, never alone (a member leaf is `{}`).
+                    if root || m.len() == 1 || c.as_object().is_none_or(|o| !o.is_empty()) {
+                        return false;
+                    }
+                    continue;
+                }
+                // `f:` elements are canonical as they are; the others are re-spelled.
+                let same = k.starts_with("f:") || canonical_pe(k).is_ok_and(|pe| pe == *k);
+                if !same || !node(c, depth + 1, false) {
+                    return false;
+                }
+            }
+            true
+        }
+        node(v, 0, true)
+    }
+
     /// Whether some path is a member of both sets (at or below this node), i.e. whether
     /// `self.difference(other)` removes anything.
     pub fn shares_member(&self, other: &Set) -> bool {

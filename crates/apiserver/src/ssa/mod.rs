@@ -63,6 +63,9 @@ pub struct Entry {
     /// is, since most writes change no entry's fields and re-encoding every entry on every
     /// write was a measurable part of the write path.
     source: Option<usize>,
+    /// `set` was not decoded (it is left empty): this write provably cannot change it, and
+    /// `source` locates its JSON.
+    lazy: bool,
 }
 
 impl Entry {
@@ -118,8 +121,14 @@ impl Entry {
     }
 
     /// Decodes an entry; `index` (its position in the list) is kept as [`Entry::source`] when
-    /// its `fieldsV1` is canonical.
-    fn from_json(v: &Value, index: Option<usize>) -> Result<Entry, String> {
+    /// its `fieldsV1` is canonical. With `lazy` (the writer's entry, and the top-level path
+    /// elements a write changes or removes), an entry of another manager that owns nothing
+    /// under those elements is not decoded: its fields cannot change.
+    fn from_json(
+        v: &Value,
+        index: Option<usize>,
+        lazy: Option<(&Entry, &[&str])>,
+    ) -> Result<Entry, String> {
         let m = v
             .as_object()
             .ok_or("a managedFields entry must be an object")?;
@@ -134,6 +143,27 @@ impl Entry {
         if !ft.is_empty() && ft != "FieldsV1" {
             return Err(format!("unsupported fieldsType {ft:?}"));
         }
+        let mut entry = Entry {
+            manager: s("manager"),
+            operation,
+            api_version: s("apiVersion"),
+            time: m.get("time").and_then(Value::as_str).map(str::to_string),
+            subresource: s("subresource"),
+            set: Set::new(),
+            source: None,
+            lazy: false,
+        };
+        if let (Some(i), Some((me, touched)), Some(Value::Object(f))) =
+            (index, lazy, m.get("fieldsV1"))
+            && !f.is_empty()
+            && !entry.same_manager(me)
+            && !f.keys().any(|k| touched.contains(&k.as_str()))
+            && m.get("fieldsV1").is_some_and(Set::is_canonical_fields_v1)
+        {
+            entry.source = Some(i);
+            entry.lazy = true;
+            return Ok(entry);
+        }
         let (set, source) = match m.get("fieldsV1") {
             Some(f) if !f.is_null() => {
                 let (set, canonical) =
@@ -142,34 +172,32 @@ impl Entry {
             }
             _ => (Set::new(), None),
         };
-        Ok(Entry {
-            manager: s("manager"),
-            operation,
-            api_version: s("apiVersion"),
-            time: m.get("time").and_then(Value::as_str).map(str::to_string),
-            subresource: s("subresource"),
-            set,
-            source,
-        })
+        entry.set = set;
+        entry.source = source;
+        Ok(entry)
     }
 }
 
 /// Decodes `metadata.managedFields`; `None` when absent, empty or malformed (kube-apiserver
 /// then falls back to the live object's entries, or resets them).
 pub fn decode_managed(obj: &Value) -> Option<Vec<Entry>> {
-    decode_managed_keep(obj, false)
+    decode_managed_keep(obj, false, None)
 }
 
 /// [`decode_managed`]; `keep` records where each entry's canonical `fieldsV1` JSON is
 /// ([`Entry::source`]), to write it back.
-fn decode_managed_keep(obj: &Value, keep: bool) -> Option<Vec<Entry>> {
+fn decode_managed_keep(
+    obj: &Value,
+    keep: bool,
+    lazy: Option<(&Entry, &[&str])>,
+) -> Option<Vec<Entry>> {
     let list = obj.pointer("/metadata/managedFields")?.as_array()?;
     if list.is_empty() {
         return None;
     }
     list.iter()
         .enumerate()
-        .map(|(i, e)| Entry::from_json(e, keep.then_some(i)).ok())
+        .map(|(i, e)| Entry::from_json(e, keep.then_some(i), lazy).ok())
         .collect()
 }
 
@@ -431,9 +459,6 @@ fn track_update_with(
         }
         return new;
     }
-    let mut entries = requested
-        .or_else(|| live.and_then(|l| decode_managed_keep(l, !reference)))
-        .unwrap_or_default();
     let me = Entry {
         manager: manager.to_string(),
         operation: Operation::Update,
@@ -442,8 +467,28 @@ fn track_update_with(
         subresource: sub.unwrap_or("").to_string(),
         set: Set::new(),
         source: None,
+        lazy: false,
     };
-    for e in entries.iter_mut().filter(|e| !e.same_manager(&me)) {
+    // Every path this write changes or removes lies under one of these top-level elements.
+    let touched: Vec<&str> = cmp
+        .changed
+        .children
+        .keys()
+        .chain(cmp.removed.children.keys())
+        .map(String::as_str)
+        .collect();
+    let lazy = (!reference).then_some((&me, touched.as_slice()));
+    let live_list = live
+        .and_then(|l| l.pointer("/metadata/managedFields"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice);
+    let mut entries = requested
+        .or_else(|| live.and_then(|l| decode_managed_keep(l, !reference, lazy)))
+        .unwrap_or_default();
+    for e in entries
+        .iter_mut()
+        .filter(|e| !e.lazy && !e.same_manager(&me))
+    {
         // Most entries own nothing this write touched: they stay as decoded (and encoded).
         if reference || e.set.shares_member(&cmp.changed) || e.set.shares_member(&cmp.removed) {
             e.set = e.set.difference(&cmp.changed).difference(&cmp.removed);
@@ -472,13 +517,28 @@ fn track_update_with(
             }
         }
     }
-    entries.retain(|e| !e.set.is_empty());
+    // An entry left undecoded has a non-empty canonical `fieldsV1`: its set is not empty.
+    entries.retain(|e| e.lazy || !e.set.is_empty());
+    if entries
+        .iter()
+        .filter(|e| e.operation == Operation::Update)
+        .count()
+        > MAX_UPDATE_MANAGERS
+    {
+        // Capping merges sets: every entry needs its own.
+        for e in entries.iter_mut().filter(|e| e.lazy) {
+            let raw = e
+                .source
+                .zip(live_list)
+                .and_then(|(i, list)| list.get(i)?.get("fieldsV1"));
+            if let Some(Ok(set)) = raw.map(Set::from_fields_v1) {
+                e.set = set;
+            }
+            e.lazy = false;
+        }
+    }
     cap_update_managers(&mut entries);
-    let source = live
-        .and_then(|l| l.pointer("/metadata/managedFields"))
-        .and_then(Value::as_array)
-        .map(Vec::as_slice);
-    set_managed(&mut new, &entries, source);
+    set_managed(&mut new, &entries, live_list);
     new
 }
 
@@ -669,6 +729,7 @@ pub fn apply(
                 subresource: String::new(),
                 set: s,
                 source: None,
+                lazy: false,
             });
         }
     }
@@ -681,6 +742,7 @@ pub fn apply(
         subresource: sub.unwrap_or("").to_string(),
         set: config_set,
         source: None,
+        lazy: false,
     };
     let cmp = compare(live_bare, &merged, &ty, info, sub);
     let mut conflicts = Vec::new();
