@@ -4,8 +4,11 @@
 //! Prints the median microseconds per call of what every write now adds: `track_update` for an
 //! update of the main resource and for a `/status` write, and `apply` (a server-side apply
 //! changing the spec / every data value), for a Deployment with 10 containers and a ConfigMap
-//! with 200 keys. For scale it also prints a plain `serde_json` decode of the same object, which every
-//! write already pays. Environment: SSA_BENCH_RUNS (default 15), SSA_BENCH_ITERS (default 300).
+//! with 200 keys; and `track_update` for the write shape of `fleet bench apiserver --scenario
+//! write` (a ConfigMap with a label and a 1 KiB payload whose `bench-seq` value changes, PUT by
+//! the manager that created it). For scale it also prints a plain `serde_json` decode of the
+//! same object, which every write already pays. Environment: SSA_BENCH_RUNS (default 15),
+//! SSA_BENCH_ITERS (default 300).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -146,6 +149,49 @@ fn bench(label: &str, info: &ResourceInfo, v1: Value, v2: Value, runs: usize, it
     );
 }
 
+/// The object `fleet bench apiserver --scenario write` PUTs: `seq` changes on every update.
+fn bench_configmap(seq: u64, rv: Option<u64>) -> Value {
+    let mut meta = json!({"name": "bench-0", "namespace": "bench", "labels": {"app": "bench"}});
+    if let (Some(rv), Some(m)) = (rv, meta.as_object_mut()) {
+        m.insert("resourceVersion".into(), json!(rv.to_string()));
+    }
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+        "data": {"payload": "x".repeat(1024), "bench-seq": seq.to_string()}})
+}
+
+fn bench_write_shape(runs: usize, iters: usize) {
+    let info = info("ConfigMap");
+    let mut created = ssa::track_update(&info, None, bench_configmap(0, None), "fleet", None);
+    // What the store adds to a created object.
+    if let Some(m) = created.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.insert("uid".into(), json!("0b5c6a1e-7a59-4f0e-9d3e-2f4f6f1c9a10"));
+        m.insert("resourceVersion".into(), json!("1"));
+        m.insert("creationTimestamp".into(), json!("2026-01-01T00:00:00Z"));
+    }
+    let live = created;
+    let mut seq = 1u64;
+    let update = time(runs, iters, || {
+        seq += 1;
+        let new = bench_configmap(seq, Some(1));
+        black_box(ssa::track_update(
+            &info,
+            Some(black_box(&live)),
+            new,
+            "fleet",
+            None,
+        ));
+    });
+    // The body's own construction, included above, for scale.
+    let build = time(runs, iters, || {
+        seq += 1;
+        black_box(bench_configmap(seq, Some(1)));
+    });
+    println!(
+        "{:<28} update {update:>7.1} µs   (of which building the body {build:>5.1} µs)",
+        "ConfigMap write (1 KiB)"
+    );
+}
+
 fn main() {
     let runs = env_usize("SSA_BENCH_RUNS", 15);
     let iters = env_usize("SSA_BENCH_ITERS", 300);
@@ -166,4 +212,5 @@ fn main() {
         runs,
         iters,
     );
+    bench_write_shape(runs, iters);
 }

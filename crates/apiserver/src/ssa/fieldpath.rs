@@ -152,7 +152,9 @@ impl Set {
         self.children.is_empty()
     }
 
-    fn is_void(&self) -> bool {
+    /// Whether the node holds nothing: no member here and no path below (encoded it would
+    /// wrongly read as a member leaf, `{}`).
+    pub(crate) fn is_void(&self) -> bool {
         !self.member && self.children.is_empty()
     }
 
@@ -281,7 +283,14 @@ impl Set {
 
     /// Parses `FieldsV1` JSON (the root object of `fieldsV1`).
     pub fn from_fields_v1(v: &Value) -> Result<Set, FieldsError> {
-        fn node(v: &Value, depth: usize) -> Result<Set, FieldsError> {
+        Set::from_fields_v1_canonical(v).map(|(s, _)| s)
+    }
+
+    /// [`Set::from_fields_v1`], also telling whether `v` is exactly [`Set::to_fields_v1`] of
+    /// the result (every key in its canonical spelling, keys in encoding order, `.` only
+    /// beside children): such a value can be written back as it is instead of re-encoded.
+    pub fn from_fields_v1_canonical(v: &Value) -> Result<(Set, bool), FieldsError> {
+        fn node(v: &Value, depth: usize, canonical: &mut bool) -> Result<Set, FieldsError> {
             if depth > 256 {
                 return Err(FieldsError("fieldsV1 is nested too deeply".into()));
             }
@@ -294,23 +303,93 @@ impl Set {
                 member: m.is_empty(),
                 children: BTreeMap::new(),
             };
+            let mut prev: Option<&str> = None;
             for (k, c) in m {
+                // The encoder writes `.` first and children in element order.
+                if prev.is_some_and(|p| p >= k.as_str()) {
+                    *canonical = false;
+                }
+                prev = Some(k);
                 if k == "." {
                     if c.as_object().is_none_or(|o| !o.is_empty()) {
                         return Err(FieldsError("\".\" must map to an empty object".into()));
+                    }
+                    if m.len() == 1 {
+                        // A member leaf is written `{}`.
+                        *canonical = false;
                     }
                     s.member = true;
                     continue;
                 }
                 let pe = canonical_pe(k)?;
-                let child = node(c, depth + 1)?;
+                if pe != *k {
+                    *canonical = false;
+                }
+                let child = node(c, depth + 1, canonical)?;
                 s.child(pe).union_with(&child);
             }
             Ok(s)
         }
-        let mut s = node(v, 0)?;
+        let mut canonical = true;
+        let mut s = node(v, 0, &mut canonical)?;
+        if s.member && !s.children.is_empty() {
+            // The root is never a member: its `.` is not written back.
+            canonical = false;
+        }
         s.member = false;
-        Ok(s)
+        Ok((s, canonical))
+    }
+
+    /// Whether `v` is valid `FieldsV1` that [`Set::from_fields_v1_canonical`] would call
+    /// canonical, checked without building the set: an entry a write cannot affect is then
+    /// written back without being decoded at all.
+    pub fn is_canonical_fields_v1(v: &Value) -> bool {
+        fn node(v: &Value, depth: usize, root: bool) -> bool {
+            let Value::Object(m) = v else { return false };
+            if depth > 256 {
+                return false;
+            }
+            let mut prev: Option<&str> = None;
+            for (k, c) in m {
+                if prev.is_some_and(|p| p >= k.as_str()) {
+                    return false;
+                }
+                prev = Some(k);
+                if k == "." {
+                    // Never on the root, never alone (a member leaf is `{}`).
+                    if root || m.len() == 1 || c.as_object().is_none_or(|o| !o.is_empty()) {
+                        return false;
+                    }
+                    continue;
+                }
+                // `f:` elements are canonical as they are; the others are re-spelled.
+                let same = k.starts_with("f:") || canonical_pe(k).is_ok_and(|pe| pe == *k);
+                if !same || !node(c, depth + 1, false) {
+                    return false;
+                }
+            }
+            true
+        }
+        node(v, 0, true)
+    }
+
+    /// Whether some path is a member of both sets (at or below this node), i.e. whether
+    /// `self.difference(other)` removes anything.
+    pub fn shares_member(&self, other: &Set) -> bool {
+        (self.member && other.member)
+            || self
+                .children
+                .iter()
+                .any(|(k, c)| other.children.get(k).is_some_and(|o| c.shares_member(o)))
+    }
+
+    /// Whether `self.union_with(other)` would leave `self` as it is.
+    pub fn covers(&self, other: &Set) -> bool {
+        (self.member || !other.member)
+            && other
+                .children
+                .iter()
+                .all(|(k, o)| self.children.get(k).is_some_and(|c| c.covers(o)))
     }
 }
 

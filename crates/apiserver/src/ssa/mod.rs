@@ -58,6 +58,14 @@ pub struct Entry {
     pub subresource: String,
     /// `fieldsV1`.
     pub set: Set,
+    /// Index, in the live object's `managedFields`, of the entry whose `fieldsV1` JSON is
+    /// exactly the encoding of `set` (while `set` is unchanged): that JSON is written back as it
+    /// is, since most writes change no entry's fields and re-encoding every entry on every
+    /// write was a measurable part of the write path.
+    source: Option<usize>,
+    /// `set` was not decoded (it is left empty): this write provably cannot change it, and
+    /// `source` locates its JSON.
+    lazy: bool,
 }
 
 impl Entry {
@@ -82,7 +90,8 @@ impl Entry {
         s
     }
 
-    fn to_json(&self) -> Value {
+    /// The entry's JSON; `source` is the live `managedFields` list [`Entry::source`] indexes.
+    fn to_json(&self, source: Option<&[Value]>) -> Value {
         let mut m = Map::new();
         m.insert("manager".into(), json!(self.manager));
         m.insert("operation".into(), json!(self.operation.as_str()));
@@ -91,14 +100,35 @@ impl Entry {
             m.insert("time".into(), json!(t));
         }
         m.insert("fieldsType".into(), json!("FieldsV1"));
-        m.insert("fieldsV1".into(), self.set.to_fields_v1());
+        let kept = self
+            .source
+            .zip(source)
+            .and_then(|(i, list)| list.get(i)?.get("fieldsV1"));
+        let fields = match kept {
+            Some(f) => f.clone(),
+            None => self.set.to_fields_v1(),
+        };
+        m.insert("fieldsV1".into(), fields);
         if !self.subresource.is_empty() {
             m.insert("subresource".into(), json!(self.subresource));
         }
         Value::Object(m)
     }
 
-    fn from_json(v: &Value) -> Result<Entry, String> {
+    /// The set was changed: its original encoding no longer applies.
+    fn set_changed(&mut self) {
+        self.source = None;
+    }
+
+    /// Decodes an entry; `index` (its position in the list) is kept as [`Entry::source`] when
+    /// its `fieldsV1` is canonical. With `lazy` (the writer's entry, and the top-level path
+    /// elements a write changes or removes), an entry of another manager that owns nothing
+    /// under those elements is not decoded: its fields cannot change.
+    fn from_json(
+        v: &Value,
+        index: Option<usize>,
+        lazy: Option<(&Entry, &[&str])>,
+    ) -> Result<Entry, String> {
         let m = v
             .as_object()
             .ok_or("a managedFields entry must be an object")?;
@@ -113,29 +143,62 @@ impl Entry {
         if !ft.is_empty() && ft != "FieldsV1" {
             return Err(format!("unsupported fieldsType {ft:?}"));
         }
-        let set = match m.get("fieldsV1") {
-            Some(f) if !f.is_null() => Set::from_fields_v1(f).map_err(|e| e.to_string())?,
-            _ => Set::new(),
-        };
-        Ok(Entry {
+        let mut entry = Entry {
             manager: s("manager"),
             operation,
             api_version: s("apiVersion"),
             time: m.get("time").and_then(Value::as_str).map(str::to_string),
             subresource: s("subresource"),
-            set,
-        })
+            set: Set::new(),
+            source: None,
+            lazy: false,
+        };
+        if let (Some(i), Some((me, touched)), Some(Value::Object(f))) =
+            (index, lazy, m.get("fieldsV1"))
+            && !f.is_empty()
+            && !entry.same_manager(me)
+            && !f.keys().any(|k| touched.contains(&k.as_str()))
+            && m.get("fieldsV1").is_some_and(Set::is_canonical_fields_v1)
+        {
+            entry.source = Some(i);
+            entry.lazy = true;
+            return Ok(entry);
+        }
+        let (set, source) = match m.get("fieldsV1") {
+            Some(f) if !f.is_null() => {
+                let (set, canonical) =
+                    Set::from_fields_v1_canonical(f).map_err(|e| e.to_string())?;
+                (set, index.filter(|_| canonical))
+            }
+            _ => (Set::new(), None),
+        };
+        entry.set = set;
+        entry.source = source;
+        Ok(entry)
     }
 }
 
 /// Decodes `metadata.managedFields`; `None` when absent, empty or malformed (kube-apiserver
 /// then falls back to the live object's entries, or resets them).
 pub fn decode_managed(obj: &Value) -> Option<Vec<Entry>> {
+    decode_managed_keep(obj, false, None)
+}
+
+/// [`decode_managed`]; `keep` records where each entry's canonical `fieldsV1` JSON is
+/// ([`Entry::source`]), to write it back.
+fn decode_managed_keep(
+    obj: &Value,
+    keep: bool,
+    lazy: Option<(&Entry, &[&str])>,
+) -> Option<Vec<Entry>> {
     let list = obj.pointer("/metadata/managedFields")?.as_array()?;
     if list.is_empty() {
         return None;
     }
-    list.iter().map(|e| Entry::from_json(e).ok()).collect()
+    list.iter()
+        .enumerate()
+        .map(|(i, e)| Entry::from_json(e, keep.then_some(i), lazy).ok())
+        .collect()
 }
 
 /// At most this many `Update` entries are kept; older ones are merged (kube-apiserver's cap), so
@@ -170,6 +233,7 @@ fn cap_update_managers(entries: &mut Vec<Entry>) {
         }) {
             Some(bucket) => {
                 bucket.set.union_with(&old.set);
+                bucket.set_changed();
                 if old.time > bucket.time {
                     bucket.time = old.time;
                 }
@@ -183,7 +247,9 @@ fn cap_update_managers(entries: &mut Vec<Entry>) {
     }
 }
 
-fn set_managed(obj: &mut Value, entries: &[Entry]) {
+/// Writes `entries` as `metadata.managedFields`; `source` is the live list their
+/// [`Entry::source`] indexes.
+fn set_managed(obj: &mut Value, entries: &[Entry], source: Option<&[Value]>) {
     // A body that is not an object, or whose metadata is not one, is left for validation to
     // refuse rather than repaired here.
     let Some(root) = obj.as_object() else { return };
@@ -196,7 +262,7 @@ fn set_managed(obj: &mut Value, entries: &[Entry]) {
     } else {
         m.insert(
             "managedFields".into(),
-            Value::Array(entries.iter().map(Entry::to_json).collect()),
+            Value::Array(entries.iter().map(|e| e.to_json(source)).collect()),
         );
     }
 }
@@ -280,19 +346,48 @@ fn compare(
     info: &ResourceInfo,
     sub: Option<&str>,
 ) -> Comparison {
+    compare_with(old, new, ty, info, sub, false)
+}
+
+/// [`compare`]; `reference` computes it from whole field sets (what the joint walk must equal).
+fn compare_with(
+    old: &Value,
+    new: &Value,
+    ty: &Ty<'_>,
+    info: &ResourceInfo,
+    sub: Option<&str>,
+    reference: bool,
+) -> Comparison {
     let scope = match sub {
         Some("status") => typed::Scope::Only("status"),
         None if info.status => typed::Scope::Except("status"),
         _ => typed::Scope::All,
     };
+    let joint = if reference {
+        Err(typed::TypeError("reference computation".into()))
+    } else {
+        typed::diff_scoped(old, new, ty, scope)
+    };
+    let (mut changed, mut removed) = match joint {
+        Ok(d) => d,
+        // Nested too deeply for the joint walk: the whole-set computation, which treats a side
+        // it cannot walk as empty.
+        Err(_) => compare_sets(old, new, ty, scope),
+    };
+    strip(&mut changed, info, sub);
+    strip(&mut removed, info, sub);
+    Comparison { changed, removed }
+}
+
+/// `(changed, removed)` of two objects from their whole field sets: the definition
+/// [`typed::diff_scoped`] computes faster, and its fallback for values it cannot walk.
+fn compare_sets(old: &Value, new: &Value, ty: &Ty<'_>, scope: typed::Scope<'_>) -> (Set, Set) {
     let os = typed::to_set_scoped(old, ty, false, scope).unwrap_or_default();
     let ns = typed::to_set_scoped(new, ty, false, scope).unwrap_or_default();
     let mut changed = ns.difference(&os);
     changed.union_with(&typed::modified_scoped(old, new, ty, scope));
-    let mut removed = os.difference(&ns);
-    strip(&mut changed, info, sub);
-    strip(&mut removed, info, sub);
-    Comparison { changed, removed }
+    let removed = os.difference(&ns);
+    (changed, removed)
 }
 
 /// Records a create, update or patch by `manager`: the fields it changed become its own (and are
@@ -301,9 +396,24 @@ fn compare(
 pub fn track_update(
     info: &ResourceInfo,
     live: Option<&Value>,
+    new: Value,
+    manager: &str,
+    sub: Option<&str>,
+) -> Value {
+    track_update_with(info, live, new, manager, sub, now, false)
+}
+
+/// [`track_update`] with the clock given (`now` is called once, when an entry is written) and,
+/// with `reference`, computed the straightforward way: whole field sets diffed and every entry
+/// re-encoded. Tests hold the fast path to the reference one.
+fn track_update_with(
+    info: &ResourceInfo,
+    live: Option<&Value>,
     mut new: Value,
     manager: &str,
     sub: Option<&str>,
+    now: impl FnOnce() -> String,
+    reference: bool,
 ) -> Value {
     let ty = Ty::root(info);
     // Entries the client sent back unchanged (a read-modify-write) are not a request to set them.
@@ -319,14 +429,18 @@ pub fn track_update(
         .as_ref()
         .is_some_and(|r| r.iter().all(|e| e.set.is_empty()))
     {
-        set_managed(&mut new, &[]);
+        set_managed(&mut new, &[], None);
         return new;
     }
     // managedFields themselves are compared too (an atomic leaf, cheap) and then stripped, so
     // the objects need no copy without them.
     let empty = json!({});
     let old = live.unwrap_or(&empty);
-    let cmp = compare(old, &new, &ty, info, sub);
+    let cmp = if reference {
+        compare_with(old, &new, &ty, info, sub, true)
+    } else {
+        compare(old, &new, &ty, info, sub)
+    };
     if cmp.changed.is_empty() && cmp.removed.is_empty() && requested.is_none() {
         // Nothing this write changed is tracked: the live entries stand as they are.
         if let Some(l) = live {
@@ -345,9 +459,6 @@ pub fn track_update(
         }
         return new;
     }
-    let mut entries = requested
-        .or_else(|| live.and_then(decode_managed))
-        .unwrap_or_default();
     let me = Entry {
         manager: manager.to_string(),
         operation: Operation::Update,
@@ -355,9 +466,34 @@ pub fn track_update(
         time: Some(now()),
         subresource: sub.unwrap_or("").to_string(),
         set: Set::new(),
+        source: None,
+        lazy: false,
     };
-    for e in entries.iter_mut().filter(|e| !e.same_manager(&me)) {
-        e.set = e.set.difference(&cmp.changed).difference(&cmp.removed);
+    // Every path this write changes or removes lies under one of these top-level elements.
+    let touched: Vec<&str> = cmp
+        .changed
+        .children
+        .keys()
+        .chain(cmp.removed.children.keys())
+        .map(String::as_str)
+        .collect();
+    let lazy = (!reference).then_some((&me, touched.as_slice()));
+    let live_list = live
+        .and_then(|l| l.pointer("/metadata/managedFields"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice);
+    let mut entries = requested
+        .or_else(|| live.and_then(|l| decode_managed_keep(l, !reference, lazy)))
+        .unwrap_or_default();
+    for e in entries
+        .iter_mut()
+        .filter(|e| !e.lazy && !e.same_manager(&me))
+    {
+        // Most entries own nothing this write touched: they stay as decoded (and encoded).
+        if reference || e.set.shares_member(&cmp.changed) || e.set.shares_member(&cmp.removed) {
+            e.set = e.set.difference(&cmp.changed).difference(&cmp.removed);
+            e.set_changed();
+        }
     }
     match entries.iter_mut().find(|e| e.same_manager(&me)) {
         Some(e) => {
@@ -365,8 +501,12 @@ pub fn track_update(
             if !cmp.changed.is_empty() {
                 e.time = me.time.clone();
             }
-            e.set = e.set.difference(&cmp.removed);
-            e.set.union_with(&cmp.changed);
+            // A manager rewriting fields it owns already (the common update) changes no set.
+            if reference || e.set.shares_member(&cmp.removed) || !e.set.covers(&cmp.changed) {
+                e.set = e.set.difference(&cmp.removed);
+                e.set.union_with(&cmp.changed);
+                e.set_changed();
+            }
         }
         None => {
             if !cmp.changed.is_empty() {
@@ -377,9 +517,28 @@ pub fn track_update(
             }
         }
     }
-    entries.retain(|e| !e.set.is_empty());
+    // An entry left undecoded has a non-empty canonical `fieldsV1`: its set is not empty.
+    entries.retain(|e| e.lazy || !e.set.is_empty());
+    if entries
+        .iter()
+        .filter(|e| e.operation == Operation::Update)
+        .count()
+        > MAX_UPDATE_MANAGERS
+    {
+        // Capping merges sets: every entry needs its own.
+        for e in entries.iter_mut().filter(|e| e.lazy) {
+            let raw = e
+                .source
+                .zip(live_list)
+                .and_then(|(i, list)| list.get(i)?.get("fieldsV1"));
+            if let Some(Ok(set)) = raw.map(Set::from_fields_v1) {
+                e.set = set;
+            }
+            e.lazy = false;
+        }
+    }
     cap_update_managers(&mut entries);
-    set_managed(&mut new, &entries);
+    set_managed(&mut new, &entries, live_list);
     new
 }
 
@@ -569,6 +728,8 @@ pub fn apply(
                 time: Some(now()),
                 subresource: String::new(),
                 set: s,
+                source: None,
+                lazy: false,
             });
         }
     }
@@ -580,6 +741,8 @@ pub fn apply(
         time: Some(now()),
         subresource: sub.unwrap_or("").to_string(),
         set: config_set,
+        source: None,
+        lazy: false,
     };
     let cmp = compare(live_bare, &merged, &ty, info, sub);
     let mut conflicts = Vec::new();
@@ -629,7 +792,7 @@ pub fn apply(
     }
     entries.retain(|e| !e.set.is_empty());
     cap_update_managers(&mut entries);
-    set_managed(&mut result, &entries);
+    set_managed(&mut result, &entries, None);
     if let Some(m) = result.get_mut("metadata").and_then(Value::as_object_mut)
         && !m.contains_key("name")
     {
@@ -638,5 +801,7 @@ pub fn apply(
     Ok(result)
 }
 
+#[cfg(test)]
+mod diff_tests;
 #[cfg(test)]
 mod tests;

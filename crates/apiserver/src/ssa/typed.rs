@@ -207,6 +207,206 @@ fn walk_set(
     Ok(())
 }
 
+/// What one write changes, in field-set terms, computed in one walk over both values:
+/// `(changed, removed)` with `changed` = (`to_set(new)` ∖ `to_set(old)`) ∪ `modified(old, new)`
+/// and `removed` = `to_set(old)` ∖ `to_set(new)`, lenient and restricted to `scope`, without
+/// void nodes. Every write pays for this, and a typical write changes one leaf: building both
+/// whole field sets only to diff them cost more than the rest of field tracking together, so
+/// nodes (and their path-element strings) are only built where the two values differ.
+/// `Err` when either value nests deeper than [`to_set`] accepts.
+pub fn diff_scoped(
+    old: &Value,
+    new: &Value,
+    ty: &Ty<'_>,
+    scope: Scope<'_>,
+) -> Result<(Set, Set), TypeError> {
+    let (mut changed, mut removed) = diff_at(old, new, ty, true, scope, false, false, 0)?;
+    changed.member = false;
+    removed.member = false;
+    Ok((changed, removed))
+}
+
+/// Whether a map field is owned itself whatever it holds: `null`, an empty map, or an entry of
+/// a map that is not a declared field (see [`walk_set`]).
+fn field_member(v: &Value, declared: bool) -> bool {
+    v.is_null() || v.as_object().is_some_and(Map::is_empty) || !declared
+}
+
+/// The field set of a value present on one side only, as [`walk_set`] builds it, with `member`
+/// the flag its parent imposes, and without void nodes.
+fn one_side(v: &Value, ty: &Ty<'_>, member: bool, depth: usize) -> Result<Set, TypeError> {
+    let mut node = Set::new();
+    walk_set(
+        v,
+        ty,
+        false,
+        false,
+        Scope::All,
+        &mut node,
+        &mut Vec::new(),
+        depth,
+    )?;
+    node.member |= member;
+    node.prune();
+    Ok(node)
+}
+
+/// One position of [`diff_scoped`], present in both values; `old_member`/`new_member` are the
+/// member flags the parent imposes on each side (`null`, empty map, undeclared field, list
+/// item). Returns the `(changed, removed)` nodes of this position, possibly void.
+// The walk's state is these few values; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
+fn diff_at(
+    old: &Value,
+    new: &Value,
+    ty: &Ty<'_>,
+    top: bool,
+    scope: Scope<'_>,
+    old_member: bool,
+    new_member: bool,
+    depth: usize,
+) -> Result<(Set, Set), TypeError> {
+    if depth > MAX_DEPTH {
+        return Err(TypeError("nested too deeply".into()));
+    }
+    let mut changed = Set::new();
+    let mut removed = Set::new();
+    match (old, new) {
+        // Both granular maps: children matched by field name; neither side is owned by itself.
+        (Value::Object(a), Value::Object(b)) if !ty.atomic_map() => {
+            for (k, bv) in b {
+                if !scope.admits(top, k) {
+                    continue;
+                }
+                let child = ty.field(k, top);
+                let nm = field_member(bv, child.declared);
+                let (c, r) = match a.get(k) {
+                    Some(av) => {
+                        let om = field_member(av, child.declared);
+                        diff_at(av, bv, &child.ty, false, Scope::All, om, nm, depth + 1)?
+                    }
+                    None => (one_side(bv, &child.ty, nm, depth + 1)?, Set::new()),
+                };
+                if !c.is_void() {
+                    changed.children.insert(field_pe(k), c);
+                }
+                if !r.is_void() {
+                    removed.children.insert(field_pe(k), r);
+                }
+            }
+            for (k, av) in a {
+                if !scope.admits(top, k) || b.contains_key(k) {
+                    continue;
+                }
+                let child = ty.field(k, top);
+                let r = one_side(av, &child.ty, field_member(av, child.declared), depth + 1)?;
+                if !r.is_void() {
+                    removed.children.insert(field_pe(k), r);
+                }
+            }
+            changed.member = new_member && !old_member;
+            removed.member = old_member && !new_member;
+            return Ok((changed, removed));
+        }
+        // Both keyable lists: items matched by key; items are always owned themselves.
+        (Value::Array(a), Value::Array(b)) if ty.list != ListKind::Atomic => {
+            if let (Ok(ak), Ok(bk)) = (list_keys(a, &ty.list), list_keys(b, &ty.list)) {
+                let by_key: HashMap<&str, usize> = ak
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| (k.as_str(), i))
+                    .collect();
+                let mut matched = vec![false; a.len()];
+                let granular = matches!(ty.list, ListKind::Map(_));
+                let item_ty = ty.item();
+                for (bv, k) in b.iter().zip(bk) {
+                    match by_key.get(k.as_str()) {
+                        Some(&i) => {
+                            if let Some(m) = matched.get_mut(i) {
+                                *m = true;
+                            }
+                            // A set item is a leaf owned on both sides: nothing to record.
+                            if !granular {
+                                continue;
+                            }
+                            let av = a.get(i).unwrap_or(&Value::Null);
+                            let (c, r) = diff_at(
+                                av,
+                                bv,
+                                &item_ty,
+                                false,
+                                Scope::All,
+                                true,
+                                true,
+                                depth + 1,
+                            )?;
+                            match (c.is_void(), r.is_void()) {
+                                (false, false) => {
+                                    removed.children.insert(k.clone(), r);
+                                    changed.children.insert(k, c);
+                                }
+                                (false, true) => {
+                                    changed.children.insert(k, c);
+                                }
+                                (true, false) => {
+                                    removed.children.insert(k, r);
+                                }
+                                (true, true) => {}
+                            }
+                        }
+                        None => {
+                            let c = if granular {
+                                one_side(bv, &item_ty, true, depth + 1)?
+                            } else {
+                                Set {
+                                    member: true,
+                                    ..Set::new()
+                                }
+                            };
+                            changed.children.insert(k, c);
+                        }
+                    }
+                }
+                for ((av, k), m) in a.iter().zip(ak).zip(matched) {
+                    if m {
+                        continue;
+                    }
+                    let r = if granular {
+                        one_side(av, &item_ty, true, depth + 1)?
+                    } else {
+                        Set {
+                            member: true,
+                            ..Set::new()
+                        }
+                    };
+                    removed.children.insert(k, r);
+                }
+                changed.member = new_member && !old_member;
+                removed.member = old_member && !new_member;
+                return Ok((changed, removed));
+            }
+        }
+        _ => {}
+    }
+    // Any other pair (leaves, atomic values, lists that cannot be keyed, a type change): the
+    // position differs as a whole when the values do, and the children of the two sides (if
+    // any) cannot overlap, so each side's own field set is the diff below this position.
+    // Equal values of these shapes have no children: nothing can differ and nothing nests.
+    if old == new {
+        return Ok((changed, removed));
+    }
+    let mut path = Vec::new();
+    walk_set(old, ty, top, false, scope, &mut removed, &mut path, depth)?;
+    walk_set(new, ty, top, false, scope, &mut changed, &mut path, depth)?;
+    let om = old_member || removed.member;
+    let nm = new_member || changed.member;
+    changed.member = true;
+    removed.member = om && !nm;
+    changed.prune();
+    removed.prune();
+    Ok((changed, removed))
+}
+
 /// Merges an applied configuration into a live value: maps field by field, associative lists and
 /// sets item by item (live order kept, new items appended), everything else replaced. A `null`
 /// in the configuration removes the field.
@@ -455,7 +655,7 @@ fn remove_at(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::registry::ResourceInfo;
     use proptest::prelude::*;
@@ -576,29 +776,36 @@ mod tests {
     }
 
     fn arb_json() -> impl Strategy<Value = Value> {
+        arb_json_with(&[
+            "name",
+            "containers",
+            "spec",
+            "template",
+            "metadata",
+            "finalizers",
+        ])
+    }
+
+    /// Arbitrary JSON whose object keys are mostly from `keys` (so that values hit typed
+    /// fields), otherwise short random names.
+    pub(in crate::ssa) fn arb_json_with(
+        keys: &'static [&'static str],
+    ) -> impl Strategy<Value = Value> {
+        let key = prop_oneof![
+            keys.len().max(1) as u32 => proptest::sample::select(keys).prop_map(str::to_string),
+            1 => "[a-z]{1,3}",
+        ];
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::from),
             any::<i64>().prop_map(Value::from),
             "[a-z]{0,3}".prop_map(Value::from),
         ];
-        leaf.prop_recursive(5, 48, 4, |inner| {
+        leaf.prop_recursive(5, 48, 4, move |inner| {
             prop_oneof![
                 proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                proptest::collection::btree_map(
-                    prop_oneof![
-                        Just("name".to_string()),
-                        Just("containers".to_string()),
-                        Just("spec".to_string()),
-                        Just("template".to_string()),
-                        Just("metadata".to_string()),
-                        Just("finalizers".to_string()),
-                        "[a-z]{1,3}"
-                    ],
-                    inner,
-                    0..4
-                )
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
+                proptest::collection::btree_map(key.clone(), inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })
     }
