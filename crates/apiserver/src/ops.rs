@@ -290,7 +290,7 @@ impl ApiServer {
         self.store()
             .get(&key)
             .and_then(|o| serde_json::from_slice::<Value>(&o.json).ok())
-            .is_some_and(|v| v.pointer("/metadata/deletionTimestamp").is_some())
+            .is_some_and(|v| crate::objects::meta_get(&v, "deletionTimestamp").is_some())
     }
 
     /// Read-modify-write of one object. `mutate` gets the current object and returns the desired
@@ -339,7 +339,7 @@ impl ApiServer {
             if same_object(&old, &new) {
                 return Ok(Written::Stored(cur));
             }
-            let deleting = new.pointer("/metadata/deletionTimestamp").is_some();
+            let deleting = crate::objects::meta_get(&new, "deletionTimestamp").is_some();
             let remove =
                 deleting && finalizers(&new).is_empty() && !kinds::blocks_deletion(info, &new);
             let result = if remove {
@@ -386,7 +386,7 @@ impl ApiServer {
         // Field ownership is recorded on every write, subresources included: a subresource write
         // replaces the object with the old one, so its managedFields are carried over.
         let managed = match sub {
-            Some(_) => new.pointer("/metadata/managedFields").cloned(),
+            Some(_) => crate::objects::meta_get(new, "managedFields").cloned(),
             None => None,
         };
         match sub {
@@ -457,7 +457,7 @@ impl ApiServer {
                 );
             }
         }
-        if old.pointer("/metadata/deletionTimestamp").is_some() {
+        if crate::objects::meta_get(old, "deletionTimestamp").is_some() {
             // New finalizers may not be added to an object being deleted.
             let before = finalizers(old);
             let added: Vec<String> = finalizers(new)
@@ -524,7 +524,7 @@ impl ApiServer {
                 return Ok(Written::Unstored(obj));
             }
             let result = if blocked {
-                let already = obj.pointer("/metadata/deletionTimestamp").is_some();
+                let already = crate::objects::meta_get(&obj, "deletionTimestamp").is_some();
                 if already && fins == finalizers(&obj) {
                     return Ok(Written::Stored(cur));
                 }

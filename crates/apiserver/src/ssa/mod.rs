@@ -191,7 +191,7 @@ fn decode_managed_keep(
     keep: bool,
     lazy: Option<(&Entry, &[&str])>,
 ) -> Option<Vec<Entry>> {
-    let list = obj.pointer("/metadata/managedFields")?.as_array()?;
+    let list = crate::objects::meta_get(obj, "managedFields")?.as_array()?;
     if list.is_empty() {
         return None;
     }
@@ -417,8 +417,8 @@ fn track_update_with(
 ) -> Value {
     let ty = Ty::root(info);
     // Entries the client sent back unchanged (a read-modify-write) are not a request to set them.
-    let live_mf = live.and_then(|l| l.pointer("/metadata/managedFields"));
-    let new_mf = new.pointer("/metadata/managedFields");
+    let live_mf = live.and_then(|l| crate::objects::meta_get(l, "managedFields"));
+    let new_mf = crate::objects::meta_get(&new, "managedFields");
     let requested = if sub.is_none() && new_mf.is_some() && new_mf != live_mf {
         decode_managed(&new)
     } else {
@@ -444,7 +444,7 @@ fn track_update_with(
     if cmp.changed.is_empty() && cmp.removed.is_empty() && requested.is_none() {
         // Nothing this write changed is tracked: the live entries stand as they are.
         if let Some(l) = live {
-            match l.pointer("/metadata/managedFields") {
+            match crate::objects::meta_get(l, "managedFields") {
                 Some(mf) => {
                     if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
                         m.insert("managedFields".into(), mf.clone());
@@ -479,7 +479,7 @@ fn track_update_with(
         .collect();
     let lazy = (!reference).then_some((&me, touched.as_slice()));
     let live_list = live
-        .and_then(|l| l.pointer("/metadata/managedFields"))
+        .and_then(|l| crate::objects::meta_get(l, "managedFields"))
         .and_then(Value::as_array)
         .map(Vec::as_slice);
     let mut entries = requested
