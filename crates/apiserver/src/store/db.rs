@@ -86,28 +86,32 @@ pub(crate) fn open_writer(path: Option<&Path>) -> Result<Connection, StoreError>
     Ok(conn)
 }
 
-/// Opens a read-only connection for lists at past revisions (file mode only: WAL readers never
-/// block the writer and see a consistent committed snapshot).
-pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
-    let conn = Connection::open_with_flags(
-        path,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| sql_err(&format!("opening reader {}", path.display()), e))?;
+/// Opens a second connection to the database file (the writer's is the first).
+fn open_side(
+    path: &Path,
+    flags: rusqlite::OpenFlags,
+    what: &str,
+) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(path, flags | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(|e| sql_err(&format!("opening {what} {}", path.display()), e))?;
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .map_err(|e| sql_err("setting busy timeout", e))?;
     Ok(conn)
 }
 
+/// Opens a read-only connection for lists at past revisions (file mode only: WAL readers never
+/// block the writer and see a consistent committed snapshot).
+pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
+    open_side(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY, "reader")
+}
+
 /// Opens the connection the checkpoint thread copies the WAL into the database with.
 pub(crate) fn open_checkpointer(path: &Path) -> Result<Connection, StoreError> {
-    let conn = Connection::open_with_flags(
+    let conn = open_side(
         path,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| sql_err(&format!("opening checkpointer {}", path.display()), e))?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))
-        .map_err(|e| sql_err("setting busy timeout", e))?;
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE,
+        "checkpointer",
+    )?;
     conn.execute_batch(&format!("PRAGMA synchronous={};", sync_mode()))
         .map_err(|e| sql_err("setting synchronous", e))?;
     Ok(conn)

@@ -49,39 +49,22 @@ impl Encoded {
             ),
             _ => empty_labels(),
         };
-        let ser = |e: serde_json::Error| StoreError::Internal(format!("serializing {key}: {e}"));
         let mut json = Vec::with_capacity(1024);
         let mut rv_at = None;
-        json.push(b'{');
-        for (i, (k, v)) in top.iter().enumerate() {
-            if i > 0 {
-                json.push(b',');
-            }
-            serde_json::to_writer(&mut json, k).map_err(ser)?;
-            json.push(b':');
-            match (k.as_str(), v) {
-                ("metadata", Value::Object(meta)) => {
-                    json.push(b'{');
-                    for (j, (mk, mv)) in meta.iter().enumerate() {
-                        if j > 0 {
-                            json.push(b',');
-                        }
-                        serde_json::to_writer(&mut json, mk).map_err(ser)?;
-                        json.push(b':');
-                        if mk == "resourceVersion" {
-                            json.push(b'"');
-                            rv_at = Some(json.len());
-                            json.push(b'"');
-                        } else {
-                            serde_json::to_writer(&mut json, mv).map_err(ser)?;
-                        }
-                    }
-                    json.push(b'}');
+        write_object(&mut json, top, &mut |json, k, v| match (k, v) {
+            ("metadata", Value::Object(meta)) => write_object(json, meta, &mut |json, mk, mv| {
+                if mk == "resourceVersion" {
+                    json.push(b'"');
+                    rv_at = Some(json.len());
+                    json.push(b'"');
+                    Ok(())
+                } else {
+                    serde_json::to_writer(json, mv)
                 }
-                _ => serde_json::to_writer(&mut json, v).map_err(ser)?,
-            }
-        }
-        json.push(b'}');
+            }),
+            _ => serde_json::to_writer(json, v),
+        })
+        .map_err(|e| StoreError::Internal(format!("serializing {key}: {e}")))?;
         let rv_at = rv_at.ok_or_else(|| {
             StoreError::Internal(format!("serializing {key}: resourceVersion went missing"))
         })?;
@@ -119,6 +102,28 @@ impl Encoded {
         json.extend_from_slice(tail);
         json
     }
+}
+
+/// Writes one member's value (given its key) into the output.
+type WriteValue<'a> = dyn FnMut(&mut Vec<u8>, &str, &Value) -> Result<(), serde_json::Error> + 'a;
+
+/// Writes a JSON object as serde_json's compact form does, with `value` writing each value.
+fn write_object(
+    out: &mut Vec<u8>,
+    map: &Map<String, Value>,
+    value: &mut WriteValue<'_>,
+) -> Result<(), serde_json::Error> {
+    out.push(b'{');
+    for (i, (k, v)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, k)?;
+        out.push(b':');
+        value(out, k, v)?;
+    }
+    out.push(b'}');
+    Ok(())
 }
 
 #[cfg(test)]
