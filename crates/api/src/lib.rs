@@ -5,6 +5,7 @@ pub mod crds;
 pub mod fleetyaml;
 pub mod keys;
 pub mod names;
+pub mod paths;
 pub mod serde_util;
 pub mod state;
 // kube printcolumn attributes repeat `type_`, which clippy mistakes for duplicates.

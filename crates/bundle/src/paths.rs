@@ -6,33 +6,7 @@ use std::path::Path;
 use crate::error::BundleError;
 use crate::gomatch;
 
-/// Go's `filepath.Clean` for `/`-separated paths.
-pub fn clean(p: &str) -> String {
-    if p.is_empty() {
-        return ".".into();
-    }
-    let rooted = p.starts_with('/');
-    let mut out: Vec<&str> = Vec::new();
-    for part in p.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if out.last().is_some_and(|l| *l != "..") {
-                    out.pop();
-                } else if !rooted {
-                    out.push("..");
-                }
-            }
-            x => out.push(x),
-        }
-    }
-    let body = out.join("/");
-    match (rooted, body.is_empty()) {
-        (true, _) => format!("/{body}"),
-        (false, true) => ".".into(),
-        (false, false) => body,
-    }
-}
+pub use fleet_api::paths::clean;
 
 /// Go's `filepath.Join`: joins non-empty elements and cleans the result.
 pub fn join(parts: &[&str]) -> String {

@@ -112,29 +112,20 @@ pub fn decode_resource(r: &BundleResource) -> Result<Vec<u8>, RenderError> {
     })
 }
 
-/// Go's `filepath.Clean` for `/`-separated relative paths, then the leading `/` dropped
-/// (upstream's `joinAndClean`).
+/// Go's `filepath.Clean` of the joined path, then the leading `/` dropped (upstream's
+/// `joinAndClean`); an empty result stays empty.
 fn clean_join(dir: &str, file: &str) -> String {
     let joined = if dir.is_empty() {
         file.to_string()
     } else {
         format!("{dir}/{file}")
     };
-    let mut out: Vec<&str> = Vec::new();
-    for part in joined.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if out.last().is_some_and(|l| *l != "..") {
-                    out.pop();
-                } else if !joined.starts_with('/') {
-                    out.push("..");
-                }
-            }
-            p => out.push(p),
-        }
+    let cleaned = fleet_api::paths::clean(&joined);
+    match cleaned.strip_prefix('/') {
+        Some(rest) => rest.to_string(),
+        None if cleaned == "." => String::new(),
+        None => cleaned,
     }
-    out.join("/")
 }
 
 /// How a bundle is deployed, as upstream's style detection decides it.
@@ -482,6 +473,9 @@ mod tests {
         assert_eq!(clean_join("a/../b", "Chart.yaml"), "b/Chart.yaml");
         assert_eq!(clean_join("../x", "k.yaml"), "../x/k.yaml");
         assert_eq!(clean_join("/abs", "k.yaml"), "abs/k.yaml");
+        assert_eq!(clean_join("/../abs", "k.yaml"), "abs/k.yaml");
+        assert_eq!(clean_join("a", ".."), "");
+        assert_eq!(clean_join("", "/"), "");
     }
 
     fn files(names: &[&str]) -> BTreeMap<String, Vec<u8>> {
