@@ -319,6 +319,17 @@ fn diff_at(
                 let mut matched = vec![false; a.len()];
                 let granular = matches!(ty.list, ListKind::Map(_));
                 let item_ty = ty.item();
+                // An item on one side only: its whole field set, or just itself for a set item.
+                let only = |v: &Value| -> Result<Set, TypeError> {
+                    if granular {
+                        one_side(v, &item_ty, true, depth + 1)
+                    } else {
+                        Ok(Set {
+                            member: true,
+                            ..Set::new()
+                        })
+                    }
+                };
                 for (bv, k) in b.iter().zip(bk) {
                     match by_key.get(k.as_str()) {
                         Some(&i) => {
@@ -340,30 +351,15 @@ fn diff_at(
                                 true,
                                 depth + 1,
                             )?;
-                            match (c.is_void(), r.is_void()) {
-                                (false, false) => {
-                                    removed.children.insert(k.clone(), r);
-                                    changed.children.insert(k, c);
-                                }
-                                (false, true) => {
-                                    changed.children.insert(k, c);
-                                }
-                                (true, false) => {
-                                    removed.children.insert(k, r);
-                                }
-                                (true, true) => {}
+                            if !r.is_void() {
+                                removed.children.insert(k.clone(), r);
+                            }
+                            if !c.is_void() {
+                                changed.children.insert(k, c);
                             }
                         }
                         None => {
-                            let c = if granular {
-                                one_side(bv, &item_ty, true, depth + 1)?
-                            } else {
-                                Set {
-                                    member: true,
-                                    ..Set::new()
-                                }
-                            };
-                            changed.children.insert(k, c);
+                            changed.children.insert(k, only(bv)?);
                         }
                     }
                 }
@@ -371,15 +367,7 @@ fn diff_at(
                     if m {
                         continue;
                     }
-                    let r = if granular {
-                        one_side(av, &item_ty, true, depth + 1)?
-                    } else {
-                        Set {
-                            member: true,
-                            ..Set::new()
-                        }
-                    };
-                    removed.children.insert(k, r);
+                    removed.children.insert(k, only(av)?);
                 }
                 changed.member = new_member && !old_member;
                 removed.member = old_member && !new_member;
