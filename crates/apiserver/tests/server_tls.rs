@@ -2,6 +2,9 @@
 //! small router that echoes the identity it sees: client certificates from our CA, the admin bearer
 //! token, no credentials, bad credentials, a foreign CA, and graceful shutdown.
 
+#[path = "support/tls.rs"]
+mod tls;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,13 +13,12 @@ use axum::routing::get;
 use axum::{Extension, Router};
 use bytes::Bytes;
 use fleet_apiserver::auth::{Authenticator, UserInfo};
-use fleet_apiserver::pki::{self, CertAndKey, Pki};
+use fleet_apiserver::pki::{self, Pki};
 use fleet_apiserver::serve::{self, ServeOptions};
 use http_body_util::{BodyExt, Empty};
 use hyper::{Request, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::ServerName;
 
 struct Running {
     addr: SocketAddr,
@@ -87,29 +89,6 @@ async fn start(dir: &std::path::Path) -> Running {
     }
 }
 
-fn client_config(ca_pem: &str, client: Option<&CertAndKey>, alpn: &[u8]) -> rustls::ClientConfig {
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).unwrap())
-        .unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let b = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots);
-    let mut cfg = match client {
-        Some(ck) => b
-            .with_client_auth_cert(
-                vec![CertificateDer::from_pem_slice(ck.cert_pem.as_bytes()).unwrap()],
-                PrivateKeyDer::from_pem_slice(ck.key_pem.as_bytes()).unwrap(),
-            )
-            .unwrap(),
-        None => b.with_no_client_auth(),
-    };
-    cfg.alpn_protocols = vec![alpn.to_vec()];
-    cfg
-}
-
 /// One request over a fresh connection; returns status and body. `alpn` picks HTTP/1.1 or h2.
 async fn fetch(
     addr: SocketAddr,
@@ -168,7 +147,7 @@ async fn identities_over_http1_and_h2() {
         // Admin client certificate: CN=admin, O=system:masters.
         let (s, body) = fetch(
             srv.addr,
-            client_config(&ca, Some(srv.pki.admin()), alpn),
+            tls::client_config_for(&ca, Some(srv.pki.admin()), alpn),
             "/whoami",
             None,
         )
@@ -181,7 +160,7 @@ async fn identities_over_http1_and_h2() {
         let bob = srv.pki.issue_client_cert("bob", &["devs"]).unwrap();
         let (s, body) = fetch(
             srv.addr,
-            client_config(&ca, Some(&bob), alpn),
+            tls::client_config_for(&ca, Some(&bob), alpn),
             "/whoami",
             None,
         )
@@ -196,7 +175,7 @@ async fn identities_over_http1_and_h2() {
         let token = srv.pki.admin_token().to_string();
         let (s, body) = fetch(
             srv.addr,
-            client_config(&ca, None, alpn),
+            tls::client_config_for(&ca, None, alpn),
             "/whoami",
             Some(&token),
         )
@@ -208,16 +187,21 @@ async fn identities_over_http1_and_h2() {
         );
 
         // No credentials: 401 Status on API paths, public health and version paths answer.
-        let (s, body) = fetch(srv.addr, client_config(&ca, None, alpn), "/whoami", None)
-            .await
-            .unwrap();
+        let (s, body) = fetch(
+            srv.addr,
+            tls::client_config_for(&ca, None, alpn),
+            "/whoami",
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(s, StatusCode::UNAUTHORIZED);
         let status: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert_eq!(status["kind"], "Status");
         assert_eq!(status["reason"], "Unauthorized");
         assert_eq!(status["code"], 401);
         for p in ["/healthz", "/version"] {
-            let (s, _) = fetch(srv.addr, client_config(&ca, None, alpn), p, None)
+            let (s, _) = fetch(srv.addr, tls::client_config_for(&ca, None, alpn), p, None)
                 .await
                 .unwrap();
             assert_eq!(s, StatusCode::OK, "{p}");
@@ -227,7 +211,7 @@ async fn identities_over_http1_and_h2() {
         for p in ["/whoami", "/healthz"] {
             let (s, _) = fetch(
                 srv.addr,
-                client_config(&ca, Some(srv.pki.admin()), alpn),
+                tls::client_config_for(&ca, Some(srv.pki.admin()), alpn),
                 p,
                 Some("nope"),
             )
@@ -243,20 +227,20 @@ async fn foreign_client_certificates_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let srv = start(dir.path()).await;
     let other = Pki::ephemeral(&[]).unwrap();
-    let cfg = client_config(srv.pki.ca_cert_pem(), Some(other.admin()), b"http/1.1");
+    let cfg = tls::client_config_for(srv.pki.ca_cert_pem(), Some(other.admin()), b"http/1.1");
     let r = fetch(srv.addr, cfg, "/whoami", None).await;
     assert!(
         r.is_err(),
         "a certificate from another CA must fail the handshake: {r:?}"
     );
     // The server keeps serving.
-    let cfg = client_config(srv.pki.ca_cert_pem(), Some(srv.pki.admin()), b"http/1.1");
+    let cfg = tls::client_config_for(srv.pki.ca_cert_pem(), Some(srv.pki.admin()), b"http/1.1");
     assert_eq!(
         fetch(srv.addr, cfg, "/whoami", None).await.unwrap().0,
         StatusCode::OK
     );
     // A client that does not trust our CA refuses the server.
-    let cfg = client_config(other.ca_cert_pem(), None, b"http/1.1");
+    let cfg = tls::client_config_for(other.ca_cert_pem(), None, b"http/1.1");
     assert!(fetch(srv.addr, cfg, "/healthz", None).await.is_err());
 }
 
@@ -276,7 +260,7 @@ async fn garbage_and_idle_connections_do_not_stop_the_server() {
         .await
         .unwrap();
     let _idle = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
-    let cfg = client_config(srv.pki.ca_cert_pem(), Some(srv.pki.admin()), b"h2");
+    let cfg = tls::client_config_for(srv.pki.ca_cert_pem(), Some(srv.pki.admin()), b"h2");
     assert_eq!(
         fetch(srv.addr, cfg, "/whoami", None).await.unwrap().0,
         StatusCode::OK
@@ -287,7 +271,7 @@ async fn garbage_and_idle_connections_do_not_stop_the_server() {
 async fn shutdown_finishes_in_flight_requests_and_stops_accepting() {
     let dir = tempfile::tempdir().unwrap();
     let mut srv = start(dir.path()).await;
-    let cfg = client_config(srv.pki.ca_cert_pem(), Some(srv.pki.admin()), b"http/1.1");
+    let cfg = tls::client_config_for(srv.pki.ca_cert_pem(), Some(srv.pki.admin()), b"http/1.1");
     let addr = srv.addr;
     let in_flight = tokio::spawn(fetch(addr, cfg.clone(), "/slow", None));
     tokio::time::sleep(Duration::from_millis(150)).await;
@@ -314,7 +298,7 @@ async fn credentials_persist_across_restarts() {
     drop(first);
     let second = start(dir.path()).await;
     // A client configured from the first start's kubeconfig still works.
-    let cfg = client_config(&ca, Some(&admin), b"http/1.1");
+    let cfg = tls::client_config_for(&ca, Some(&admin), b"http/1.1");
     let (s, body) = fetch(second.addr, cfg, "/whoami", None).await.unwrap();
     assert_eq!(s, StatusCode::OK);
     assert!(body.starts_with("admin "));
@@ -326,7 +310,7 @@ async fn credentials_persist_across_restarts() {
 async fn shutdown_ends_open_watches_promptly() {
     let dir = tempfile::tempdir().unwrap();
     let mut srv = start(dir.path()).await;
-    let cfg = client_config(srv.pki.ca_cert_pem(), Some(srv.pki.admin()), b"http/1.1");
+    let cfg = tls::client_config_for(srv.pki.ca_cert_pem(), Some(srv.pki.admin()), b"http/1.1");
     let tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
     let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
         .connect(ServerName::try_from("127.0.0.1").unwrap(), tcp)

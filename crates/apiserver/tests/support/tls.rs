@@ -8,10 +8,20 @@ use fleet_apiserver::pki::{CertAndKey, Pki};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
+/// The HTTP/1.1 client for `pki`'s server.
 pub fn client_config(pki: &Pki, cert: Option<&CertAndKey>) -> Arc<rustls::ClientConfig> {
+    Arc::new(client_config_for(pki.ca_cert_pem(), cert, b"http/1.1"))
+}
+
+/// A client trusting the CA in `ca_pem` (which may not be the server's) and offering `alpn`.
+pub fn client_config_for(
+    ca_pem: &str,
+    cert: Option<&CertAndKey>,
+    alpn: &[u8],
+) -> rustls::ClientConfig {
     let mut roots = rustls::RootCertStore::empty();
     roots
-        .add(CertificateDer::from_pem_slice(pki.ca_cert_pem().as_bytes()).unwrap())
+        .add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).unwrap())
         .unwrap();
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider)
@@ -27,6 +37,6 @@ pub fn client_config(pki: &Pki, cert: Option<&CertAndKey>) -> Arc<rustls::Client
             .unwrap(),
         None => builder.with_no_client_auth(),
     };
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(cfg)
+    cfg.alpn_protocols = vec![alpn.to_vec()];
+    cfg
 }
