@@ -1,0 +1,174 @@
+//! The one place a `kube::Client` is configured.
+//!
+//! The manager controllers, the agent, the CLI and the online half of the bundle reader all talk to
+//! a Kubernetes API through kube-rs. They get their client here, so the TLS provider, timeouts and
+//! the choice between a kubeconfig file, in-cluster configuration and an in-process router (no socket,
+//! used by `fleet server`'s own controllers and by tests) are decided once.
+
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use bytes::Bytes;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// Why a client could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The kubeconfig file could not be read or parsed.
+    #[error("kubeconfig {path}: {source}")]
+    Kubeconfig {
+        /// The file named by the caller.
+        path: PathBuf,
+        /// What kube-rs reported.
+        source: kube::config::KubeconfigError,
+    },
+    /// Neither a kubeconfig nor in-cluster configuration was usable.
+    #[error("no Kubernetes configuration: {0}")]
+    Infer(#[from] kube::config::InferConfigError),
+    /// The configuration was read but a client could not be made from it.
+    #[error("building the Kubernetes client: {0}")]
+    Client(#[from] kube::Error),
+}
+
+static PROVIDER: Once = Once::new();
+
+/// Installs aws-lc-rs as the process's rustls provider (idempotent). kube-rs, the bundle reader's
+/// chart downloads and the API server share one provider; installing it twice is harmless.
+pub fn install_crypto_provider() {
+    PROVIDER.call_once(|| {
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    });
+}
+
+/// Reads a kubeconfig file into a client configuration (current context unless `context` is given).
+pub async fn config_from_kubeconfig(
+    path: &Path,
+    context: Option<&str>,
+) -> Result<kube::Config, Error> {
+    install_crypto_provider();
+    let kc = Kubeconfig::read_from(path).map_err(|source| Error::Kubeconfig {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    config_from_parsed(kc, path, context).await
+}
+
+/// Parses kubeconfig YAML (as held in the agent's `fleet-agent` Secret) into a client configuration.
+pub async fn config_from_kubeconfig_yaml(yaml: &str) -> Result<kube::Config, Error> {
+    install_crypto_provider();
+    let path = PathBuf::from("<kubeconfig>");
+    let kc = Kubeconfig::from_yaml(yaml).map_err(|source| Error::Kubeconfig {
+        path: path.clone(),
+        source,
+    })?;
+    config_from_parsed(kc, &path, None).await
+}
+
+async fn config_from_parsed(
+    kc: Kubeconfig,
+    path: &Path,
+    context: Option<&str>,
+) -> Result<kube::Config, Error> {
+    let opts = KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    kube::Config::from_custom_kubeconfig(kc, &opts)
+        .await
+        .map_err(|source| Error::Kubeconfig {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// A client from a kubeconfig file when one is named, else from the environment the way kubectl
+/// and kube-rs infer it (`$KUBECONFIG`, `~/.kube/config`, then in-cluster service-account files).
+pub async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, Error> {
+    install_crypto_provider();
+    let cfg = match kubeconfig {
+        Some(p) => config_from_kubeconfig(p, None).await?,
+        None => kube::Config::infer().await?,
+    };
+    Ok(kube::Client::try_from(cfg)?)
+}
+
+/// A client from an already-built configuration (after the caller adjusted it, e.g. the agent
+/// switching namespace).
+pub fn client_from_config(cfg: kube::Config) -> Result<kube::Client, Error> {
+    install_crypto_provider();
+    Ok(kube::Client::try_from(cfg)?)
+}
+
+/// A client that calls an in-process HTTP service (the embedded API server's router) directly: no
+/// socket, no TLS, no authentication. `fleet server` runs its own controllers and local agent this
+/// way, and tests use it to drive the server without a port.
+pub fn in_process<S, B>(service: S, default_namespace: &str) -> kube::Client
+where
+    S: tower::Service<http::Request<kube::client::Body>, Response = http::Response<B>>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    kube::Client::new(service, default_namespace.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    #[tokio::test]
+    async fn in_process_client_reaches_a_router() {
+        let app = axum::Router::new().route(
+            "/api/v1/namespaces/default/configmaps/x",
+            axum::routing::get(|| async { axum::Json(serde_json_value()) }),
+        );
+        let client = in_process(app, "default");
+        let api: kube::Api<ConfigMap> = kube::Api::default_namespaced(client);
+        let cm = api.get("x").await.expect("get through the router");
+        assert_eq!(cm.metadata.name.as_deref(), Some("x"));
+    }
+
+    fn serde_json_value() -> k8s_openapi::api::core::v1::ConfigMap {
+        ConfigMap {
+            metadata: kube::api::ObjectMeta {
+                name: Some("x".into()),
+                namespace: Some("default".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_missing_kubeconfig_names_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("nope");
+        let Err(err) = client(Some(&p)).await else {
+            panic!("a missing kubeconfig must be an error");
+        };
+        assert!(err.to_string().contains("nope"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_kubeconfig_file_gives_a_client_for_its_server() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("kubeconfig");
+        std::fs::write(
+            &p,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n\
+             users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n    namespace: ns1\n\
+             current-context: x\n",
+        )
+        .expect("write");
+        let cfg = config_from_kubeconfig(&p, None).await.expect("config");
+        assert_eq!(cfg.cluster_url.to_string(), "https://127.0.0.1:1/");
+        assert_eq!(cfg.default_namespace, "ns1");
+        client(Some(&p)).await.expect("client");
+    }
+}

@@ -1,0 +1,26 @@
+//! The one home of test support for every crate's integration tests: finding the oracle tools
+//! (with the CI rule), starting `fleet` processes, driving real kubectl, git fixtures and a git
+//! server, and waiting on conditions with a deadline instead of sleeping.
+//!
+//! Used only as a dev-dependency. Panics are the point here: a failed setup fails the test.
+
+pub mod git;
+pub mod kubectl;
+pub mod process;
+pub mod tools;
+pub mod wait;
+
+pub use git::{GitDaemon, GitRepo};
+pub use kubectl::Kubectl;
+pub use process::{FleetProcess, FleetServer};
+pub use tools::{find_tool, in_ci};
+pub use wait::{eventually, eventually_async};
+
+/// The `fleet` binary built for the calling crate's integration tests (only crates with the
+/// binary, i.e. `fleet-cli`, have it).
+#[macro_export]
+macro_rules! fleet_bin {
+    () => {
+        ::std::path::Path::new(env!("CARGO_BIN_EXE_fleet"))
+    };
+}

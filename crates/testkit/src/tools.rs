@@ -1,0 +1,67 @@
+//! Finding the oracle tools tests compare against. Outside CI a missing tool makes the test skip
+//! with a message; under `CI=true` it is a failure, never a silent skip.
+
+use std::path::PathBuf;
+
+/// Whether tests must fail instead of skipping when a tool or shared data is missing.
+pub fn in_ci() -> bool {
+    std::env::var("CI").map(|v| v == "true").unwrap_or(false)
+}
+
+/// Where `scripts/install-test-tools` puts the tools: `$FLEET_TOOLS_DIR/bin`, default
+/// `~/.cache/fleet-tools/bin`.
+pub fn tools_bin_dir() -> PathBuf {
+    std::env::var("FLEET_TOOLS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools")
+        })
+        .join("bin")
+}
+
+/// Finds a tool: `$ENV_VAR`, then the tools directory, then PATH. Missing: `None` after printing
+/// why (the test skips), or a panic under `CI=true`.
+pub fn find_tool(env_var: &str, name: &str) -> Option<PathBuf> {
+    if let Ok(p) = std::env::var(env_var)
+        && !p.is_empty()
+    {
+        return Some(PathBuf::from(p));
+    }
+    let candidate = tools_bin_dir().join(name);
+    if candidate.is_file() {
+        return Some(candidate);
+    }
+    if let Some(paths) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&paths) {
+            let c = dir.join(name);
+            if c.is_file() {
+                return Some(c);
+            }
+        }
+    }
+    if in_ci() {
+        panic!("{name} not found (set {env_var}); required under CI=true");
+    }
+    eprintln!("SKIP: {name} not found (set {env_var} or run scripts/install-test-tools)");
+    None
+}
+
+/// Real kubectl (`$KUBECTL`).
+pub fn kubectl() -> Option<PathBuf> {
+    find_tool("KUBECTL", "kubectl")
+}
+
+/// Real helm v3.6.2 (`$FLEET_HELM_BIN`).
+pub fn helm() -> Option<PathBuf> {
+    find_tool("FLEET_HELM_BIN", "helm")
+}
+
+/// Real kustomize v4.5.4 (`$FLEET_KUSTOMIZE_BIN`).
+pub fn kustomize() -> Option<PathBuf> {
+    find_tool("FLEET_KUSTOMIZE_BIN", "kustomize")
+}
+
+/// Real git (`$GIT`).
+pub fn git() -> Option<PathBuf> {
+    find_tool("GIT", "git")
+}
