@@ -5,6 +5,8 @@
 //! the choice between a kubeconfig file, in-cluster configuration and an in-process router (no socket,
 //! used by `fleet server`'s own controllers and by tests) are decided once.
 
+pub mod apply;
+
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
