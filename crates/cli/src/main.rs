@@ -7,6 +7,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod apply_cmd;
 mod bench;
+mod dev;
 mod install_cmd;
 mod kustomize_cmd;
 mod server;
@@ -25,6 +26,8 @@ struct Cli {
 enum Command {
     /// Embedded Kubernetes-compatible API server over HTTPS (CA and admin kubeconfig in DIR).
     Server(server::ServerArgs),
+    /// The whole system on one machine: a manager, N clusters with agents, a GitRepo.
+    Dev(dev::DevArgs),
     /// Benchmarks that print the figures the README quotes.
     Bench(bench::BenchArgs),
     /// Render a Helm chart like `helm template`.
@@ -49,6 +52,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Server(args) => server::run(args),
+        Command::Dev(args) => dev::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Template(args) => template_cmd::run(args),
         Command::Kustomize(args) => kustomize_cmd::run(args),
