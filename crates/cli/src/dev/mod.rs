@@ -148,6 +148,11 @@ async fn run_async(args: DevArgs) -> anyhow::Result<()> {
         let kubeconfig = dir.join("clusters").join(&c.name).join("kubeconfig");
         let downstream = fleet_kube::client(Some(&kubeconfig)).await?;
         if !registered(&downstream).await {
+            say(&format!(
+                "registering {} ({})",
+                c.name,
+                label_text(&c.labels)
+            ));
             register(&exe, &manager_kubeconfig, &downstream, c).await?;
         }
         let k = kubeconfig.to_string_lossy().into_owned();
@@ -230,6 +235,14 @@ async fn run_async(args: DevArgs) -> anyhow::Result<()> {
             );
         }
     }
+}
+
+fn label_text(labels: &[(String, String)]) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The port of `https://host:port`.
