@@ -121,6 +121,8 @@ impl<T> Slab<T> {
 
 struct ClusterSlot {
     cluster: Arc<Cluster>,
+    /// Position in (name, namespace) order: ranks grow with that order (see [`Fleet::place`]).
+    rank: u64,
     /// Ids of the groups whose selector matches the cluster.
     groups: BTreeSet<usize>,
 }
@@ -211,6 +213,8 @@ pub struct Fleet {
     clusters: Slab<ClusterSlot>,
     groups: Slab<GroupSlot>,
     namespaces: HashMap<String, NsIndex>,
+    /// Cluster ids by (name, namespace): the order targets come out in.
+    order: BTreeMap<(String, String), usize>,
     mappings: BTreeMap<Key, BundleNamespaceMapping>,
     namespace_labels: BTreeMap<String, Labels>,
 }
@@ -308,7 +312,7 @@ impl Fleet {
     pub fn upsert_cluster(&mut self, cluster: Cluster) -> Vec<Key> {
         let ns = ns_of(&cluster.metadata).to_string();
         let name = name_of(&cluster.metadata).to_string();
-        let idx = self.namespaces.entry(ns).or_default();
+        let idx = self.namespaces.entry(ns.clone()).or_default();
         let id = match idx.clusters.get(&name) {
             Some(&id) => {
                 let Some(slot) = self.clusters.get_mut(id) else {
@@ -327,6 +331,7 @@ impl Fleet {
             None => {
                 let id = self.clusters.insert(ClusterSlot {
                     cluster: Arc::new(cluster),
+                    rank: 0,
                     groups: BTreeSet::new(),
                 });
                 let labels = self
@@ -337,6 +342,7 @@ impl Fleet {
                 idx.clusters.insert(name.clone(), id);
                 add_id(&mut idx.by_name, &name, id);
                 idx.index_labels(id, &name, labels);
+                self.place(id, (name, ns));
                 id
             }
         };
@@ -356,6 +362,8 @@ impl Fleet {
         };
         remove_id(&mut idx.by_name, name, id);
         idx.unindex_labels(id, name, labels_of(&slot.cluster.metadata));
+        self.order
+            .remove(&(name.to_string(), namespace.to_string()));
         if idx.is_empty() {
             self.namespaces.remove(namespace);
         }
@@ -624,6 +632,22 @@ impl Fleet {
                 return Err(format!("namespace {n}: indexes differ from the objects"));
             }
         }
+        if self.order.len() != self.clusters.len() {
+            return Err("the name order does not list every cluster".into());
+        }
+        let mut last = None;
+        for ((name, n), id) in &self.order {
+            let Some(s) = self.clusters.get(*id) else {
+                return Err(format!("order: {n}/{name} names a free slot"));
+            };
+            if (name_of(&s.cluster.metadata), ns_of(&s.cluster.metadata)) != (name, n) {
+                return Err(format!("order: {n}/{name} names another cluster"));
+            }
+            if last.is_some_and(|l| l >= s.rank) {
+                return Err(format!("order: rank of {n}/{name} out of order"));
+            }
+            last = Some(s.rank);
+        }
         if self
             .clusters
             .free
@@ -648,8 +672,51 @@ impl Fleet {
         self.clusters.bound()
     }
 
-    pub(crate) fn cluster_by_id(&self, id: usize) -> Option<&Arc<Cluster>> {
-        self.clusters.get(id).map(|s| &s.cluster)
+    /// Cluster `id` with its rank in (name, namespace) order.
+    pub(crate) fn ranked(&self, id: usize) -> Option<(u64, &Arc<Cluster>)> {
+        self.clusters.get(id).map(|s| (s.rank, &s.cluster))
+    }
+
+    /// Inserts cluster `id` into the (name, namespace) order and gives it a rank between its
+    /// neighbours'. Ranks leave gaps of [`RANK_STEP`], so an insert renumbers every cluster
+    /// (O(n)) only when it lands between two adjacent ranks: targets then sort by an integer
+    /// instead of comparing names, and no update re-ranks.
+    fn place(&mut self, id: usize, key: (String, String)) {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let rank = |id: &usize| self.clusters.get(*id).map(|s| s.rank);
+        let lo = self
+            .order
+            .range(..&key)
+            .next_back()
+            .and_then(|(_, i)| rank(i));
+        let hi = self
+            .order
+            .range((Excluded(&key), Unbounded))
+            .next()
+            .and_then(|(_, i)| rank(i));
+        let r = match (lo, hi) {
+            (None, None) => Some(RANK_BASE),
+            (Some(l), None) => l.checked_add(RANK_STEP),
+            (None, Some(h)) => h.checked_sub(RANK_STEP),
+            (Some(l), Some(h)) => (h - l >= 2).then(|| l + (h - l) / 2),
+        };
+        self.order.insert(key, id);
+        match r {
+            Some(r) => {
+                if let Some(s) = self.clusters.get_mut(id) {
+                    s.rank = r;
+                }
+            }
+            None => {
+                let mut r = RANK_BASE;
+                for i in self.order.values() {
+                    if let Some(s) = self.clusters.get_mut(*i) {
+                        s.rank = r;
+                    }
+                    r = r.saturating_add(RANK_STEP);
+                }
+            }
+        }
     }
 
     pub(crate) fn view_of(&self, id: usize) -> Option<ClusterView<'_>> {
@@ -800,6 +867,11 @@ impl Fleet {
     }
 }
 
+/// Rank of the first cluster; clusters added before or after it step by [`RANK_STEP`].
+const RANK_BASE: u64 = 1 << 62;
+/// Gap between the ranks of clusters appended in order (2^38 appends fit either side).
+const RANK_STEP: u64 = 1 << 24;
+
 /// The compiled selector of a group: nil matches nothing, `{}` everything, an invalid one nothing.
 fn compile(g: &ClusterGroup) -> Option<Selector> {
     Selector::compile(g.spec.selector.as_ref()?).ok()
@@ -807,4 +879,53 @@ fn compile(g: &ClusterGroup) -> Option<Selector> {
 
 fn decode<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, serde_json::Error> {
     T::deserialize(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cluster(name: &str) -> Cluster {
+        serde_json::from_value(
+            json!({"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
+            "metadata": {"name": name, "namespace": "n"}, "spec": {}}),
+        )
+        .expect("cluster")
+    }
+
+    /// Inserts that keep landing between the same two neighbours exhaust the gap between their
+    /// ranks and renumber; the order stays by name, before and after.
+    #[test]
+    fn ranks_follow_names_through_renumbering() {
+        let mut f = Fleet::default();
+        f.upsert_cluster(cluster("a"));
+        f.upsert_cluster(cluster("b"));
+        let mut names = vec!["a".to_string(), "b".to_string()];
+        for k in 1..80 {
+            let n = format!("a{}", "z".repeat(k));
+            f.upsert_cluster(cluster(&n));
+            names.push(n);
+            assert_eq!(f.check_indexes(), Ok(()), "after {k} inserts");
+        }
+        // Prepends and appends beyond the first rank too.
+        for k in 0..5 {
+            f.upsert_cluster(cluster(&format!("0{k}")));
+            f.upsert_cluster(cluster(&format!("c{k}")));
+        }
+        f.remove_cluster("n", "az");
+        assert_eq!(f.check_indexes(), Ok(()));
+        let mut by_rank: Vec<(u64, String)> = (0..f.id_bound())
+            .filter_map(|i| f.ranked(i))
+            .map(|(r, c)| (r, name_of(&c.metadata).to_string()))
+            .collect();
+        by_rank.sort();
+        let got: Vec<String> = by_rank.into_iter().map(|(_, n)| n).collect();
+        let mut want: Vec<String> = f
+            .clusters()
+            .map(|c| name_of(&c.metadata).to_string())
+            .collect();
+        want.sort();
+        assert_eq!(got, want);
+    }
 }

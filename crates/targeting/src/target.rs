@@ -69,13 +69,11 @@ pub fn targets(
     }
     // Sorted by cluster name (then namespace) before evaluation: targets come out in that order
     // and the first failing cluster is always the same one.
-    let mut cands: Vec<(usize, &Arc<Cluster>)> = cands
+    let mut cands: Vec<(u64, usize, &Arc<Cluster>)> = cands
         .into_iter()
-        .filter_map(|i| fleet.cluster_by_id(i).map(|c| (i, c)))
+        .filter_map(|i| fleet.ranked(i).map(|(r, c)| (r, i, c)))
         .collect();
-    cands.sort_unstable_by(|(_, a), (_, b)| {
-        (name(&a.metadata), ns(&a.metadata)).cmp(&(name(&b.metadata), ns(&b.metadata)))
-    });
+    cands.sort_unstable_by_key(|(r, _, _)| *r);
     let spec = &bundle.spec;
     let all_matches = spec.target_customization_mode == "AllMatches";
     // Options per (target, customisations) are the same for every cluster unless values depend on
@@ -88,7 +86,7 @@ pub fn targets(
     }
     let mut cache: HashMap<(usize, Vec<usize>), Entry> = HashMap::new();
     let mut out = Vec::new();
-    for (ci, cluster) in cands {
+    for (_, ci, cluster) in cands {
         stats.evaluated += 1;
         let Some(view) = fleet.view_of(ci) else {
             continue;
