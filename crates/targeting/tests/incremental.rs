@@ -343,12 +343,12 @@ proptest! {
     }
 }
 
-/// `from_objects` reads what `kubectl get clusters,clustergroups,… -o yaml` prints, defaults the
-/// namespace, and names the object it cannot decode.
+/// `from_objects` reads what `kubectl get clusters,clustergroups,… -o yaml` prints (a Cluster
+/// without a spec included), defaults the namespace, and names the object it cannot decode.
 #[test]
 fn from_objects_builds_and_names_bad_objects() {
     let objs = vec![
-        json!({"apiVersion": API_VERSION, "kind": "Cluster", "metadata": {"name": "c1", "labels": {"env": "x"}}, "spec": {}}),
+        json!({"apiVersion": API_VERSION, "kind": "Cluster", "metadata": {"name": "c1", "labels": {"env": "x"}}}),
         json!({"apiVersion": API_VERSION, "kind": "ClusterGroup", "metadata": {"name": "g", "namespace": "n"}, "spec": {"selector": {}}}),
         json!({"apiVersion": API_VERSION, "kind": "Cluster", "metadata": {"name": "c2", "namespace": "n"}, "spec": {}}),
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n", "labels": {"team": "t"}}}),
