@@ -35,12 +35,14 @@ mod funcs;
 pub mod gofmt;
 pub mod helm;
 pub mod json;
+pub mod json_reread;
 mod lex;
 mod parse;
 pub mod semver;
 pub mod toml;
 mod value;
 pub mod yaml;
+pub mod yaml_lines;
 
 use std::collections::HashMap;
 use std::sync::Arc;

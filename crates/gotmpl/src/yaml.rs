@@ -4,21 +4,59 @@
 
 use std::cmp::Ordering;
 
+use crate::json_reread::{Reread, RereadError};
 use crate::value::{Value, format_float_g};
+use crate::yaml_lines::GoLines;
 
-/// Serializes like Helm's `toYaml` before its trailing-newline trim (sigs.k8s.io/yaml.Marshal).
+/// Serializes like Helm's `toYaml` before its trailing-newline trim: sigs.k8s.io/yaml.Marshal,
+/// and the empty string when that fails (a key holding U+0085, see [`crate::json_reread`]).
 pub fn to_yaml(v: &Value) -> String {
-    let j = normalize(v);
+    marshal(v).unwrap_or_default()
+}
+
+/// sigs.k8s.io/yaml.Marshal: the value's JSON read back by go-yaml v2 (which folds U+0085 in
+/// strings and refuses it in keys), then emitted.
+pub fn marshal(v: &Value) -> Result<String, RereadError> {
+    let mut j = normalize(v);
+    reread_j(&mut Reread::new(), &mut j)?;
     let mut e = Emitter {
         out: String::new(),
         column: 0,
         skip_nl: false,
     };
     e.node(&j, 0, Ctx::Root);
-    if !e.out.ends_with('\n') {
+    // libyaml ends the document on a new line unless the last scalar's own line break left
+    // it at column 0 (a literal block ending in U+2028/U+2029 leaves no `\n` after it).
+    if !e.out.ends_with(['\n', '\u{2028}', '\u{2029}']) {
         e.out.push('\n');
     }
-    e.out
+    Ok(e.out)
+}
+
+/// The JSON re-read over `j`, visiting map keys in `encoding/json`'s byte order.
+fn reread_j(r: &mut Reread, j: &mut J) -> Result<(), RereadError> {
+    match j {
+        J::Str(s) => {
+            if let Some(folded) = r.value(s)? {
+                *s = folded;
+            }
+        }
+        J::Seq(items) => {
+            for x in items {
+                reread_j(r, x)?;
+            }
+        }
+        J::Map(entries) => {
+            let mut order: Vec<usize> = (0..entries.len()).collect();
+            order.sort_by(|&a, &b| entries[a].0.cmp(&entries[b].0));
+            for i in order {
+                r.key(&entries[i].0)?;
+                reread_j(r, &mut entries[i].1)?;
+            }
+        }
+        J::Null | J::Bool(_) | J::Int(_) | J::Float(_) => {}
+    }
+    Ok(())
 }
 
 /// The value after Go's JSON round trip: objects become their JSON, and numbers become go-yaml
@@ -254,6 +292,17 @@ impl Emitter {
                         self.indent_to(indent);
                     }
                     first = false;
+                    if !is_simple_key(k) {
+                        // libyaml's complex key: `? key` and `: value` on lines of their own,
+                        // both laid out like a sequence item's content.
+                        self.put("? ");
+                        self.scalar_str(k, indent + 2, false);
+                        self.newline();
+                        self.indent_to(indent);
+                        self.put(":");
+                        self.seq_item(val, indent);
+                        continue;
+                    }
                     self.scalar_str(k, indent, true);
                     self.put(":");
                     match val {
@@ -753,6 +802,11 @@ fn is_timestamp(s: &str) -> bool {
         && b[5].is_ascii_digit()
 }
 
+/// libyaml's `yaml_emitter_check_simple_key` for a string key: one line, at most 128 bytes.
+fn is_simple_key(k: &str) -> bool {
+    k.len() <= 128 && !analyze(k).multiline
+}
+
 /// go-yaml's style choice for a string: quote when it would not read back as the same string.
 fn select_style(s: &str, simple_key: bool) -> Style {
     let requested = if s.contains('\n') {
@@ -910,8 +964,10 @@ fn analyze(s: &str) -> Analysis {
 /// strings, then a JSON round trip that makes every number a float64. Only the first document
 /// is read, as go-yaml's Unmarshal does.
 pub fn from_yaml(text: &str) -> Result<Value, String> {
+    let lines = GoLines::new(text);
     let mut c = Composer {
-        parser: granit_parser::Parser::new_from_str(text),
+        parser: granit_parser::Parser::new_from_str(lines.text()),
+        lines: &lines,
         anchors: std::collections::HashMap::new(),
         depth: 0,
     };
@@ -920,6 +976,8 @@ pub fn from_yaml(text: &str) -> Result<Value, String> {
 
 struct Composer<'a> {
     parser: granit_parser::Parser<'a, granit_parser::StrInput<'a>>,
+    /// go-yaml's line breaks (U+0085, U+2028, U+2029).
+    lines: &'a GoLines<'a>,
     anchors: std::collections::HashMap<usize, Value>,
     depth: usize,
 }
@@ -933,7 +991,7 @@ impl<'a> Composer<'a> {
     fn next(&mut self) -> Result<Option<granit_parser::Event<'a>>, String> {
         match self.parser.next_event() {
             None => Ok(None),
-            Some(Ok((ev, _))) => Ok(Some(ev)),
+            Some(Ok((ev, span))) => self.lines.event(ev, &span).map(Some).map_err(yaml_err),
             Some(Err(e)) => Err(yaml_err(e)),
         }
     }

@@ -144,3 +144,18 @@ proptest! {
         let _ = kustomize::build_with(&fs, Path::new("/b"));
     }
 }
+
+/// The failures `emitted_yaml_reads_back_identically` found (issue 11; the second is the seed
+/// kept in `kustomize_props.proptest-regressions`): a key broken after U+2028 in single
+/// quotes read back with the following indentation as content.
+#[test]
+fn separator_keys_read_back_identically() {
+    for v in [
+        serde_json::json!({"": {"\u{2028}0": null}}),
+        serde_json::json!({"\u{2028}a": null}),
+    ] {
+        let text = goyaml::to_yaml(&v);
+        let docs = yamlin::parse_documents(&text, yamlin::Schema::V3).unwrap();
+        assert_eq!(docs[0].to_json(), v, "yaml was:\n{text}");
+    }
+}

@@ -224,7 +224,18 @@ fn build_inner(
     if legacy_order {
         resource::legacy_sort(&mut res);
     }
-    Ok(res.into_iter().map(|r| r.obj).collect())
+    res.into_iter().map(printable).collect()
+}
+
+/// A built resource as kustomize prints it: its JSON is read back by go-yaml v2
+/// (`sigs.k8s.io/yaml.JSONToYAML`), which folds U+0085 in strings and fails on keys
+/// holding one (see [`gotmpl::json_reread`]).
+fn printable(r: resource::Res) -> Result<serde_json::Value, KustomizeError> {
+    let id = r.id();
+    let mut obj = r.obj;
+    gotmpl::json_reread::reread_json(&mut obj)
+        .map_err(|e| KustomizeError::in_file(&r.source, format!("{} {}: {e}", id.kind, id.name)))?;
+    Ok(obj)
 }
 
 /// The file Fleet injects Helm's output as before running kustomize over a bundle.

@@ -7,6 +7,7 @@
 //! rules, where `yes`, `on`, `y` are booleans.
 
 use super::goyaml::parse_go_timestamp;
+use gotmpl::yaml_lines::GoLines;
 use serde_json::{Map, Number, Value};
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
 use std::collections::HashMap;
@@ -112,11 +113,17 @@ pub fn parse_documents(text: &str, schema: Schema) -> Result<Vec<Node>, YamlErro
         stack: Vec::new(),
         docs: Vec::new(),
     };
-    let parser = Parser::new_from_str(text);
+    // go-yaml also breaks lines at U+0085, U+2028 and U+2029.
+    let lines = GoLines::new(text);
+    let parser = Parser::new_from_str(lines.text());
     for ev in parser {
         let (ev, span) = ev.map_err(|e| YamlError {
             line: e.marker().line(),
             msg: e.info(),
+        })?;
+        let ev = lines.event(ev, &span).map_err(|msg| YamlError {
+            line: span.start.line(),
+            msg,
         })?;
         b.event(ev, span.start.line())?;
     }
