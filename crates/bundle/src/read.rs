@@ -12,7 +12,7 @@ use fleet_api::state::BundleState;
 use fleet_api::{
     Bundle, BundleResource, BundleSpec, BundleTarget, GitTarget, HelmOptions, ImageScan,
 };
-use kube::api::ObjectMeta;
+use kube::core::ObjectMeta;
 
 use crate::error::BundleError;
 use crate::options::{ApplyOptions, Auth};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use fleet_api::keys::CLUSTER_DISPLAY_NAME_LABEL;
 use fleet_api::{Bundle, BundleNamespaceMapping, Cluster, ClusterGroup};
-use kube::api::ObjectMeta;
+use kube::core::ObjectMeta;
 use serde_json::Value;
 
 use crate::matcher::{ClusterMatcher, ClusterView};

@@ -9,7 +9,7 @@ use fleet_api::{
     Bundle, BundleDeployment, BundleDeploymentOptions, BundleDeploymentSpec, BundleResource,
     Cluster,
 };
-use kube::api::ObjectMeta;
+use kube::core::ObjectMeta;
 use serde::Serialize;
 
 use crate::fleet::{Fleet, name_of as name, ns_of as ns};
