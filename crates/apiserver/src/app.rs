@@ -190,6 +190,11 @@ impl ApiServer {
         self.inner.store.close();
     }
 
+    /// How the store commits, as SQLite reports it (`None` for an in-memory store).
+    pub fn store_sync(&self) -> Option<crate::store::StoreSync> {
+        self.inner.store.sync_mode()
+    }
+
     /// The store, for in-crate background work and tests.
     pub(crate) fn store(&self) -> &Store {
         &self.inner.store

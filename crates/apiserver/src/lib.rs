@@ -26,6 +26,7 @@ pub mod reviews;
 pub mod satoken;
 pub mod selectors;
 pub mod serve;
+pub mod server;
 pub mod serviceaccount;
 pub mod ssa;
 pub mod store;
@@ -34,3 +35,5 @@ pub mod validation;
 pub mod watch;
 
 pub use app::{ApiServer, ApiServerConfig, Error};
+pub use server::{Server, ServerConfig, ServerHandle, StartError};
+pub use store::StoreSync;
