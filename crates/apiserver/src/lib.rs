@@ -28,6 +28,7 @@ pub mod selectors;
 pub mod serve;
 pub mod server;
 pub mod serviceaccount;
+pub mod simulator;
 pub mod ssa;
 pub mod store;
 pub mod table;

@@ -40,6 +40,8 @@ pub struct ServerConfig {
     pub store_retention: Duration,
     /// How long shutdown waits for in-flight requests (watches are ended at once).
     pub drain_timeout: Duration,
+    /// Set workload status as a healthy cluster would, kwok-style (see [`crate::simulator`]).
+    pub simulate_workloads: bool,
 }
 
 impl Default for ServerConfig {
@@ -50,6 +52,7 @@ impl Default for ServerConfig {
             store_sync: StoreSync::default(),
             store_retention: RETENTION,
             drain_timeout: ServeOptions::default().drain_timeout,
+            simulate_workloads: false,
         }
     }
 }
@@ -134,6 +137,7 @@ impl Server {
         let mut api_cfg = ApiServerConfig::with_store(store);
         api_cfg.service_accounts.key_dir = cfg.data_dir.clone();
         api_cfg.service_accounts.ca_pem = Some(pki.ca_cert_pem().to_string());
+        api_cfg.simulate_workloads = cfg.simulate_workloads;
         let place = cfg
             .data_dir
             .as_ref()

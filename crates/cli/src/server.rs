@@ -23,6 +23,11 @@ pub struct ServerArgs {
     /// Serve the API only, without the manager controllers.
     #[arg(long)]
     pub no_controllers: bool,
+    /// Set the status of Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, Pods,
+    /// PersistentVolumeClaims and LoadBalancer Services as a healthy cluster would. Simulated:
+    /// no container runs.
+    #[arg(long)]
+    pub simulate_workloads: bool,
     /// Whether each commit waits for the disk: `full` fsyncs every commit (an acknowledged write
     /// survives power loss, as with etcd); `normal` survives a crash of the process only, and
     /// one client writes about twice as fast.
@@ -48,6 +53,7 @@ async fn serve_until_signal(args: ServerArgs) -> anyhow::Result<()> {
         listen: args.listen.clone(),
         store_sync: args.store_sync,
         store_retention: Duration::from_secs(args.store_retention_secs),
+        simulate_workloads: args.simulate_workloads,
         ..ServerConfig::default()
     };
     let server = Server::start(cfg).await.map_err(|e| match e {
