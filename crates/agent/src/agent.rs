@@ -197,6 +197,7 @@ impl Agent {
             let t = Target {
                 ds: &self.ds,
                 agent_namespace: &self.agent_namespace,
+                deployment_namespace: &self.up.deployment_namespace,
                 kube_version: &self.kube_version,
             };
             match deploy::deploy(&t, &bd, &resources, &history).await {
@@ -262,6 +263,32 @@ impl Agent {
             .await
             .map_err(|e| e.to_string())?;
         Ok(())
+    }
+
+    /// After a complete list (so only while connected): uninstalls releases whose
+    /// BundleDeployment no longer exists (deleted while the agent was away).
+    async fn collect_garbage(&mut self) {
+        let existing = self.bds.keys().cloned().collect();
+        let orphans = match deploy::orphans(
+            &self.ds,
+            &self.agent_namespace,
+            &self.up.deployment_namespace,
+            &existing,
+        )
+        .await
+        {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!("garbage collection skipped: listing release records: {e}");
+                return;
+            }
+        };
+        for (bd, keep) in orphans {
+            tracing::info!(bundledeployment = %bd, "bundledeployment is gone upstream");
+            if let Err(e) = self.uninstall(&bd, keep).await {
+                tracing::warn!(bundledeployment = %bd, "uninstall failed: {e}");
+            }
+        }
     }
 
     async fn uninstall(&mut self, name: &str, keep_resources: bool) -> Result<(), String> {
@@ -514,6 +541,7 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
         }
         if listed {
             listed = false;
+            agent.collect_garbage().await;
             tracing::info!("synced {} bundledeployments", agent.bds.len());
         }
     }

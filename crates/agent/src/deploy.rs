@@ -180,6 +180,8 @@ pub struct Target<'a> {
     pub ds: &'a Downstream,
     /// The agent's system namespace.
     pub agent_namespace: &'a str,
+    /// The agent's namespace upstream (holds its BundleDeployments).
+    pub deployment_namespace: &'a str,
     /// The downstream Kubernetes version (`.Capabilities.KubeVersion`).
     pub kube_version: &'a str,
 }
@@ -327,6 +329,8 @@ pub async fn deploy(
         config,
         bundle_deployment: &bd_name,
         agent_namespace: t.agent_namespace,
+        deployment_namespace: t.deployment_namespace,
+        keep_resources: opts.keep_resources,
         max_history: helm.max_history,
     };
     let version =
@@ -391,6 +395,77 @@ async fn delete_if_ours(
         ds.delete(r).await.map_err(err)?;
     }
     Ok(())
+}
+
+/// BundleDeployments that have release records written by this agent for its deployment
+/// namespace but are not in `existing`, with whether their latest release keeps its resources:
+/// what a garbage-collection pass after a complete, successful list uninstalls (BDs deleted
+/// while the agent was away).
+pub async fn orphans(
+    ds: &Downstream,
+    agent_namespace: &str,
+    deployment_namespace: &str,
+    existing: &BTreeSet<String>,
+) -> Result<BTreeMap<String, bool>, kube::Error> {
+    let all = list_records(
+        ds,
+        &format!(
+            "owner=helm,{}={agent_namespace},{}={deployment_namespace}",
+            release::AGENT_NAMESPACE_LABEL,
+            fleet_api::keys::CLUSTER_NAMESPACE_LABEL
+        ),
+    )
+    .await?;
+    let mut out = BTreeMap::new();
+    for (bd, recs) in all {
+        if existing.contains(&bd) {
+            continue;
+        }
+        let keep = recs.last().is_some_and(Record::keep_resources);
+        out.insert(bd, keep);
+    }
+    Ok(out)
+}
+
+/// Release records matching a label selector, by BundleDeployment label (oldest first).
+async fn list_records(
+    ds: &Downstream,
+    selector: &str,
+) -> Result<BTreeMap<String, Vec<Record>>, kube::Error> {
+    let api: Api<Secret> = Api::all(ds.client.clone());
+    let mut out: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+    for s in api
+        .list(&ListParams::default().labels(selector))
+        .await?
+        .items
+    {
+        let Some(bd) = s
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(release::BUNDLE_DEPLOYMENT_LABEL))
+            .cloned()
+        else {
+            continue;
+        };
+        let Some(rel) = s
+            .data
+            .as_ref()
+            .and_then(|d| d.get("release"))
+            .and_then(|d| release::decode(&d.0))
+        else {
+            continue;
+        };
+        out.entry(bd).or_default().push(Record {
+            secret_name: s.metadata.name.clone().unwrap_or_default(),
+            version: rel.get("version").and_then(Value::as_i64).unwrap_or(0),
+            release: rel,
+        });
+    }
+    for v in out.values_mut() {
+        v.sort_by_key(|r| r.version);
+    }
+    Ok(out)
 }
 
 /// Every release record this agent wrote for BundleDeployment `bd`, grouped by release

@@ -44,6 +44,14 @@ impl Record {
             .unwrap_or("")
     }
 
+    /// Whether the release was deployed with `keepResources`.
+    pub fn keep_resources(&self) -> bool {
+        self.release
+            .pointer("/chart/metadata/annotations/fleet.cattle.io~1keep-resources")
+            .and_then(Value::as_str)
+            == Some("true")
+    }
+
     /// `info.status` (`deployed`, `superseded`, ...).
     pub fn status(&self) -> &str {
         self.release
@@ -184,6 +192,10 @@ pub struct NewRelease<'a> {
     pub bundle_deployment: &'a str,
     /// The agent's system namespace.
     pub agent_namespace: &'a str,
+    /// The upstream namespace of the BundleDeployment (the agent's deployment namespace).
+    pub deployment_namespace: &'a str,
+    /// `keepResources`: an uninstall (also by garbage collection) leaves the objects.
+    pub keep_resources: bool,
     /// `helm.maxHistory` (0 = Helm's default for Fleet, 2).
     pub max_history: i64,
 }
@@ -234,6 +246,7 @@ pub async fn store(
                 "annotations": {
                     "fleet.cattle.io/bundle-id": new.bundle_deployment,
                     "fleet.cattle.io/agent-namespace": new.agent_namespace,
+                    "fleet.cattle.io/keep-resources": new.keep_resources.to_string(),
                 },
             },
             "lock": null,
@@ -295,6 +308,10 @@ fn record_secret(
         ("version", &version.to_string()),
         (BUNDLE_DEPLOYMENT_LABEL, new.bundle_deployment),
         (AGENT_NAMESPACE_LABEL, new.agent_namespace),
+        (
+            fleet_api::keys::CLUSTER_NAMESPACE_LABEL,
+            new.deployment_namespace,
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -11,7 +11,7 @@ use fleet_testkit::agent_env::{
     self, AgentEnv, CLUSTER, CLUSTER_NAMESPACE, WORKSPACE, json_contains,
 };
 use fleet_testkit::{eventually, fleet_bin};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 fn write(dir: &Path, files: &[(&str, &str)]) {
     for (p, c) in files {
@@ -379,7 +379,28 @@ fn depends_on_broken_template_and_keep_resources() {
     let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
         return;
     };
-    let _agent = env.start_agent(&[]);
+    // Without its credential the agent waits for it, saying why.
+    env.down.ok(&[
+        "delete",
+        "secret",
+        "fleet-agent",
+        "-n",
+        agent_env::SYSTEM_NAMESPACE,
+    ]);
+    let agent = env.start_agent(&[]);
+    eventually(
+        "the agent to wait for its credential",
+        Duration::from_secs(30),
+        || {
+            let e = agent.stderr_text();
+            if e.contains("waiting for the agent credential") && e.contains("not found") {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        },
+    );
+    env.write_agent_secret(&std::fs::read_to_string(&env.agent_kubeconfig).unwrap());
 
     // The dependent is published first and waits.
     let app = tmp.path().join("app");
@@ -517,5 +538,206 @@ fn depends_on_broken_template_and_keep_resources() {
             .is_some(),
         "kept"
     );
-    let _ = json!(null);
+    drop(agent);
+}
+
+#[test]
+fn manager_offline_keeps_everything_then_resumes_and_collects_garbage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(mut env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
+        return;
+    };
+    let mut agent = env.start_agent(&["--checkin-interval", "2s"]);
+    let src = tmp.path().join("web");
+    write(
+        &src,
+        &[
+            ("fleet.yaml", "defaultNamespace: web\n"),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  v: \"1\"\n",
+            ),
+        ],
+    );
+    let (bd, content) = env.deployment_of(&env.bundle(&src, "web"));
+    let id1 = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    let other = tmp.path().join("other");
+    write(
+        &other,
+        &[
+            ("fleet.yaml", "defaultNamespace: other\n"),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\ndata:\n  v: \"1\"\n",
+            ),
+        ],
+    );
+    let (obd, ocontent) = env.deployment_of(&env.bundle(&other, "other"));
+    let oid = obd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&obd, &ocontent);
+    wait_status(&env, "web", "web Ready", Duration::from_secs(30), |s| {
+        ready_for(s, &id1)
+    });
+    wait_status(&env, "other", "other Ready", Duration::from_secs(30), |s| {
+        ready_for(s, &oid)
+    });
+
+    // The manager goes away: nothing downstream changes or is deleted; retries are logged at a
+    // capped rate.
+    let watched: Vec<Vec<&str>> = vec![
+        vec!["configmap", "web", "-n", "web"],
+        vec!["configmap", "other", "-n", "other"],
+        vec!["secret", "sh.helm.release.v1.web.v1", "-n", "web"],
+        vec!["secret", "sh.helm.release.v1.other.v1", "-n", "other"],
+    ];
+    let before: Vec<String> = watched.iter().map(|a| rv(&env, a)).collect();
+    assert!(before.iter().all(|v| !v.is_empty()), "{before:?}");
+    let port = env.manager.port();
+    env.manager.process.kill();
+    let lines_before = agent.stderr.lock().unwrap().len();
+    eventually(
+        "the agent to notice the manager is gone",
+        Duration::from_secs(30),
+        || {
+            let e = agent.stderr.lock().unwrap()[lines_before..].join("\n");
+            if e.contains("WARN") { Ok(()) } else { Err(e) }
+        },
+    );
+    // The outage itself (not a wait for a condition): 20 s without a manager.
+    std::thread::sleep(Duration::from_secs(20));
+    let warns = agent.stderr.lock().unwrap()[lines_before..]
+        .iter()
+        .filter(|l| l.contains("WARN"))
+        .count();
+    assert!(
+        warns <= 6,
+        "retries must be logged at a capped rate, got {warns} warnings"
+    );
+    let after: Vec<String> = watched.iter().map(|a| rv(&env, a)).collect();
+    assert_eq!(
+        before, after,
+        "nothing downstream changed while the manager was away"
+    );
+
+    // Back: a change made meanwhile is applied.
+    env.manager = fleet_testkit::FleetServer::start_on(
+        fleet_bin!(),
+        &tmp.path().join("manager"),
+        &format!("127.0.0.1:{port}"),
+        &["--no-controllers"],
+    );
+    write(
+        &src,
+        &[(
+            "cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  v: \"2\"\n",
+        )],
+    );
+    let (bd, content) = env.deployment_of(&env.bundle(&src, "web"));
+    let id2 = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    wait_status(
+        &env,
+        "web",
+        "web Ready at the new deploymentID after reconnect",
+        Duration::from_secs(60),
+        |s| ready_for(s, &id2),
+    );
+    assert_eq!(
+        env.down
+            .get_json(&["configmap", "web", "-n", "web"])
+            .unwrap()["data"]["v"],
+        "2"
+    );
+    assert_eq!(
+        rv(&env, &watched[1]),
+        before[1],
+        "the unchanged bundle was skipped"
+    );
+
+    // A BundleDeployment deleted while the agent was away is uninstalled after its next list.
+    agent.kill();
+    env.up.ok(&[
+        "delete",
+        "bundledeployment",
+        "other",
+        "-n",
+        CLUSTER_NAMESPACE,
+    ]);
+    let agent = env.start_agent(&[]);
+    eventually(
+        "the orphaned release to be collected",
+        Duration::from_secs(30),
+        || {
+            let gone = env
+                .down
+                .get_json(&["configmap", "other", "-n", "other"])
+                .is_none();
+            let records = env
+                .down
+                .get_json(&["secrets", "-n", "other", "-l", "owner=helm"])
+                .unwrap();
+            let n = records["items"].as_array().map_or(0, Vec::len);
+            if gone && n == 0 {
+                Ok(())
+            } else {
+                Err(format!("configmap gone: {gone}, {n} records"))
+            }
+        },
+    );
+    assert!(
+        env.down
+            .get_json(&["configmap", "web", "-n", "web"])
+            .is_some()
+    );
+    drop(agent);
+}
+
+#[test]
+fn helm_chart_workload_goes_ready_on_a_simulated_kubelet_with_namespace_labels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &["--simulate-workloads"]) else {
+        return;
+    };
+    let _agent = env.start_agent(&[]);
+    let src = tmp.path().join("chart");
+    write(
+        &src,
+        &[
+            (
+                "fleet.yaml",
+                "defaultNamespace: shop\nnamespaceLabels:\n  team: payments\nhelm:\n  releaseName: shop\n  values:\n    replicas: 2\n",
+            ),
+            ("Chart.yaml", "apiVersion: v2\nname: shop\nversion: 1.2.3\n"),
+            ("values.yaml", "replicas: 1\n"),
+            (
+                "templates/deploy.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx\n",
+            ),
+        ],
+    );
+    let (bd, content) = env.deployment_of(&env.bundle(&src, "chart"));
+    let id = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    let st = wait_status(
+        &env,
+        "chart",
+        "the Deployment to be Ready",
+        Duration::from_secs(60),
+        |s| ready_for(s, &id),
+    );
+    assert_eq!(st["release"], "shop/shop:1");
+    assert_eq!(st["resourceCounts"]["ready"], 1);
+    let d = env
+        .down
+        .get_json(&["deployment", "shop-web", "-n", "shop"])
+        .unwrap();
+    assert_eq!(d["spec"]["replicas"], 2);
+    let ns = env.down.get_json(&["namespace", "shop"]).unwrap();
+    assert_eq!(ns["metadata"]["labels"]["team"], "payments");
+    if let Some(list) = env.helm(&["list", "-n", "shop", "-o", "json"]) {
+        let list: Value = serde_json::from_str(&list).unwrap();
+        assert_eq!(list[0]["chart"], "shop-1.2.3", "{list}");
+    }
 }
