@@ -3,6 +3,7 @@
 //! reported as the JSON merge patch that would restore desired state, as upstream reports
 //! `modifiedStatus[].patch`. `diff.comparePatches` remove JSON pointers from both sides first.
 
+use base64::Engine;
 use fleet_api::ComparePatch;
 use serde_json::{Map, Value};
 
@@ -65,7 +66,38 @@ pub fn drift(desired: &Value, live: &Value, ignore: &[String]) -> Option<Value> 
     if let Some(m) = d.as_object_mut() {
         m.remove("status");
     }
+    fold_string_data(&mut d);
     contained_patch(&d, &l)
+}
+
+fn is_void(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+/// A Secret's `stringData` is write-only: the server folds it into `data` (base64).
+fn fold_string_data(d: &mut Value) {
+    if d.get("kind").and_then(Value::as_str) != Some("Secret") {
+        return;
+    }
+    let Some(m) = d.as_object_mut() else { return };
+    let Some(Value::Object(sd)) = m.remove("stringData") else {
+        return;
+    };
+    let data = m.entry("data").or_insert_with(|| Value::Object(Map::new()));
+    if let Some(data) = data.as_object_mut() {
+        for (k, v) in sd {
+            let s = v.as_str().unwrap_or("").as_bytes().to_vec();
+            data.insert(
+                k,
+                Value::String(base64::engine::general_purpose::STANDARD.encode(s)),
+            );
+        }
+    }
 }
 
 fn contained_patch(desired: &Value, live: &Value) -> Option<Value> {
@@ -79,7 +111,8 @@ fn contained_patch(desired: &Value, live: &Value) -> Option<Value> {
                             patch.insert(k.clone(), p);
                         }
                     }
-                    None if dv.is_null() => {}
+                    // The server drops empty maps and lists and nulls: not drift.
+                    None if is_void(dv) => {}
                     None => {
                         patch.insert(k.clone(), dv.clone());
                     }
@@ -116,6 +149,18 @@ mod tests {
             drift(&desired, &edited, &[]),
             Some(json!({"spec": {"ports": [{"port": 80}]}}))
         );
+    }
+
+    #[test]
+    fn server_normalisations_are_not_drift() {
+        let desired = json!({"kind": "Secret", "metadata": {"annotations": {}, "labels": {"a": "b"}},
+                             "stringData": {"k": "v"}});
+        let live =
+            json!({"kind": "Secret", "metadata": {"labels": {"a": "b"}}, "data": {"k": "dg=="}});
+        assert_eq!(drift(&desired, &live, &[]), None);
+        let edited =
+            json!({"kind": "Secret", "metadata": {"labels": {"a": "b"}}, "data": {"k": "eA=="}});
+        assert!(drift(&desired, &edited, &[]).is_some());
     }
 
     #[test]

@@ -374,7 +374,7 @@ fn raw_yaml_bundle_deploys_updates_drifts_restarts_and_uninstalls() {
 }
 
 #[test]
-fn depends_on_broken_template_and_keep_resources() {
+fn depends_on_broken_template_take_ownership_and_keep_resources() {
     let tmp = tempfile::tempdir().unwrap();
     let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
         return;
@@ -507,6 +507,60 @@ fn depends_on_broken_template_and_keep_resources() {
         .to_string();
     assert!(msg.contains("templates/cm.yaml"), "{msg}");
     assert!(ready_for(&env.bd_status("app"), &app_id));
+
+    // An object that belongs to no release is not taken over unless takeOwnership.
+    env.down.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: own\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: preexisting\n  namespace: own\ndata:\n  a: old\n");
+    let own = tmp.path().join("own");
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: preexisting\ndata:\n  a: new\n";
+    write(
+        &own,
+        &[("fleet.yaml", "defaultNamespace: own\n"), ("cm.yaml", cm)],
+    );
+    let (own_bd, own_content) = env.deployment_of(&env.bundle(&own, "own"));
+    env.publish(&own_bd, &own_content);
+    let st = wait_status(
+        &env,
+        "own",
+        "own to refuse the foreign object",
+        Duration::from_secs(30),
+        |s| cond(s, "Deployed")["status"] == "False",
+    );
+    assert!(
+        cond(&st, "Deployed")["message"]
+            .as_str()
+            .unwrap()
+            .contains("exists and cannot be imported"),
+        "{st}"
+    );
+    assert_eq!(
+        env.down
+            .get_json(&["configmap", "preexisting", "-n", "own"])
+            .unwrap()["data"]["a"],
+        "old"
+    );
+    write(
+        &own,
+        &[(
+            "fleet.yaml",
+            "defaultNamespace: own\nhelm:\n  takeOwnership: true\n",
+        )],
+    );
+    let (own_bd, own_content) = env.deployment_of(&env.bundle(&own, "own"));
+    let own_id = own_bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&own_bd, &own_content);
+    wait_status(
+        &env,
+        "own",
+        "own to take the object over",
+        Duration::from_secs(30),
+        |s| ready_for(s, &own_id),
+    );
+    assert_eq!(
+        env.down
+            .get_json(&["configmap", "preexisting", "-n", "own"])
+            .unwrap()["data"]["a"],
+        "new"
+    );
 
     // keepResources: deleting the BD drops the release records, the objects stay.
     env.up.ok(&[
