@@ -749,7 +749,7 @@ fn manager_offline_keeps_everything_then_resumes_and_collects_garbage() {
 }
 
 #[test]
-fn helm_chart_workload_goes_ready_on_a_simulated_kubelet_with_namespace_labels() {
+fn helm_chart_with_cluster_values_and_kustomize_go_ready_on_a_simulated_kubelet() {
     let tmp = tempfile::tempdir().unwrap();
     let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &["--simulate-workloads"]) else {
         return;
@@ -761,13 +761,13 @@ fn helm_chart_workload_goes_ready_on_a_simulated_kubelet_with_namespace_labels()
         &[
             (
                 "fleet.yaml",
-                "defaultNamespace: shop\nnamespaceLabels:\n  team: payments\nhelm:\n  releaseName: shop\n  values:\n    replicas: 2\n",
+                "defaultNamespace: shop\nnamespaceLabels:\n  team: payments\nhelm:\n  releaseName: shop\n  values:\n    replicas: 2\n    envName: ${ .ClusterLabels.env }\n",
             ),
             ("Chart.yaml", "apiVersion: v2\nname: shop\nversion: 1.2.3\n"),
             ("values.yaml", "replicas: 1\n"),
             (
                 "templates/deploy.yaml",
-                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx\n",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\n  annotations:\n    env: {{ .Values.envName | quote }}\nspec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx\n",
             ),
         ],
     );
@@ -788,10 +788,46 @@ fn helm_chart_workload_goes_ready_on_a_simulated_kubelet_with_namespace_labels()
         .get_json(&["deployment", "shop-web", "-n", "shop"])
         .unwrap();
     assert_eq!(d["spec"]["replicas"], 2);
+    assert_eq!(
+        d["metadata"]["annotations"]["env"], "test",
+        "per-cluster ${{ }} value"
+    );
     let ns = env.down.get_json(&["namespace", "shop"]).unwrap();
     assert_eq!(ns["metadata"]["labels"]["team"], "payments");
     if let Some(list) = env.helm(&["list", "-n", "shop", "-o", "json"]) {
         let list: Value = serde_json::from_str(&list).unwrap();
         assert_eq!(list[0]["chart"], "shop-1.2.3", "{list}");
     }
+
+    // A kustomize bundle.
+    let kdir = tmp.path().join("kust");
+    write(
+        &kdir,
+        &[
+            ("fleet.yaml", "defaultNamespace: kust\n"),
+            (
+                "kustomization.yaml",
+                "resources:\n- cm.yaml\nnamePrefix: k-\ncommonLabels:\n  tier: config\n",
+            ),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  a: b\n",
+            ),
+        ],
+    );
+    let (kbd, kcontent) = env.deployment_of(&env.bundle(&kdir, "kust"));
+    let kid = kbd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&kbd, &kcontent);
+    wait_status(
+        &env,
+        "kust",
+        "the kustomize bundle Ready",
+        Duration::from_secs(30),
+        |s| ready_for(s, &kid),
+    );
+    let cm = env
+        .down
+        .get_json(&["configmap", "k-settings", "-n", "kust"])
+        .unwrap();
+    assert_eq!(cm["metadata"]["labels"]["tier"], "config");
 }
