@@ -831,3 +831,51 @@ fn helm_chart_with_cluster_values_and_kustomize_go_ready_on_a_simulated_kubelet(
         .unwrap();
     assert_eq!(cm["metadata"]["labels"]["tier"], "config");
 }
+
+/// Figure for the README, run by hand:
+/// `cargo test -p fleet-cli --test agent idle_rss -- --ignored --nocapture`.
+#[test]
+#[ignore = "measurement, prints figures"]
+fn idle_rss_with_50_bundledeployments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
+        return;
+    };
+    let agent = env.start_agent(&[]);
+    let mut ids = Vec::new();
+    for i in 0..50 {
+        let src = tmp.path().join(format!("b{i}"));
+        write(
+            &src,
+            &[
+                ("fleet.yaml", &format!("defaultNamespace: ns{i}\n")),
+                (
+                    "cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n",
+                ),
+                (
+                    "svc.yaml",
+                    "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  ports:\n  - port: 80\n",
+                ),
+            ],
+        );
+        let (bd, content) = env.deployment_of(&env.bundle(&src, &format!("b{i}")));
+        ids.push(bd["spec"]["deploymentID"].as_str().unwrap().to_string());
+        env.publish(&bd, &content);
+    }
+    for (i, id) in ids.iter().enumerate() {
+        wait_status(
+            &env,
+            &format!("b{i}"),
+            "Ready",
+            Duration::from_secs(120),
+            |s| ready_for(s, id),
+        );
+    }
+    let status = std::fs::read_to_string(format!("/proc/{}/status", agent.child.id())).unwrap();
+    let rss = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS"))
+        .unwrap_or("VmRSS: ?");
+    println!("agent idle with 50 BundleDeployments (100 objects): {rss}");
+}
