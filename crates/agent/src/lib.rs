@@ -1,1 +1,119 @@
-//! The per-cluster agent: registration, deploy, drift, status, heartbeat. Not yet built.
+//! The per-cluster agent (`fleet agent`): reads its upstream credential from the downstream
+//! cluster, watches its namespace's BundleDeployments on the manager, deploys them downstream
+//! with server-side apply and Helm-compatible release records, reports status, watches for drift
+//! and checks in. It never deletes anything because it lost contact with the manager.
+//!
+//! Code map: `credential` (the `fleet-agent` Secret; registration slots in before it),
+//! `content` (Contents, cached per manifestID), `deploy` (render, ordered apply, prune,
+//! uninstall), `release` (Helm release records), `objects` (downstream objects by reference),
+//! `monitor` + `readiness` + `diff` (status), `drift` (one watch per kind), `heartbeat`,
+//! `backoff` (capped exponential backoff with jitter, rate-limited logs), `agent` (the loop).
+
+pub mod agent;
+pub mod backoff;
+pub mod content;
+pub mod credential;
+pub mod deploy;
+pub mod diff;
+pub mod drift;
+pub mod heartbeat;
+pub mod monitor;
+pub mod objects;
+pub mod readiness;
+pub mod release;
+
+use std::time::Duration;
+
+/// Upstream's default system namespace of the agent.
+pub const DEFAULT_SYSTEM_NAMESPACE: &str = "cattle-fleet-system";
+/// Upstream's default check-in interval (`CHECKIN_INTERVAL`).
+pub const DEFAULT_CHECKIN_INTERVAL: Duration = Duration::from_secs(15 * 60);
+/// Upstream checks in this long after start, then every interval.
+pub const FIRST_CHECKIN: Duration = Duration::from_secs(15);
+
+/// How `fleet agent` runs.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Namespace of the agent in its cluster (holds the `fleet-agent` Secret).
+    pub system_namespace: String,
+    /// Interval between check-ins (`status.agent.lastSeen`).
+    pub checkin_interval: Duration,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            system_namespace: DEFAULT_SYSTEM_NAMESPACE.into(),
+            checkin_interval: DEFAULT_CHECKIN_INTERVAL,
+        }
+    }
+}
+
+/// Runs the agent against the downstream cluster `downstream` until the process ends: waits for
+/// the credential, then runs the heartbeat and the deploy loop.
+pub async fn run(downstream: kube::Client, opts: AgentOptions) {
+    let up = credential::wait_for_credential(&downstream, &opts.system_namespace).await;
+    tracing::info!(
+        cluster = %up.cluster_name,
+        namespace = %up.deployment_namespace,
+        "agent credential loaded"
+    );
+    let first = FIRST_CHECKIN.min(opts.checkin_interval);
+    tokio::spawn(heartbeat::run(
+        up.clone(),
+        opts.system_namespace.clone(),
+        first,
+        opts.checkin_interval,
+    ));
+    agent::run(
+        up,
+        objects::Downstream::new(downstream),
+        opts.system_namespace,
+    )
+    .await;
+}
+
+/// Parses a Go-style duration (`15m`, `30s`, `1h30m`, `500ms`) as `CHECKIN_INTERVAL` accepts.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let mut total = Duration::ZERO;
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return Err("empty duration".into());
+    }
+    while !rest.is_empty() {
+        let n_end = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .ok_or_else(|| format!("duration {s:?}: missing unit"))?;
+        let n: f64 = rest[..n_end]
+            .parse()
+            .map_err(|_| format!("duration {s:?}: bad number"))?;
+        rest = &rest[n_end..];
+        let u_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = match &rest[..u_end] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            u => return Err(format!("duration {s:?}: unknown unit {u:?}")),
+        };
+        total += Duration::from_secs_f64(n * unit);
+        rest = &rest[u_end..];
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_duration("15m").unwrap(), Duration::from_secs(900));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("5d").is_err());
+    }
+}

@@ -1,7 +1,7 @@
 //! Store benchmark (harness = false): `cargo bench -p fleet-apiserver --bench store`.
 //!
 //! Prints medians over repeated runs of: write throughput for 1 KiB objects at 1 and 64
-//! concurrent writers (SQLite file, WAL, synchronous=NORMAL unless FLEET_STORE_SYNC=full), list
+//! concurrent writers (SQLite file, WAL, in both sync modes: FULL, the default, and NORMAL), list
 //! time for 100,000 objects, watch fan-out delivery latency (p50/p99) with 1,000 and 10,000
 //! watchers, and the process RSS after storing 1,000,000 objects (then after reopening them).
 //!
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use fleet_apiserver::store::{Obj, Store, StoreConfig};
+use fleet_apiserver::store::{Obj, Store, StoreConfig, StoreSync};
 use serde_json::{Value, json};
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -98,18 +98,28 @@ async fn write_burst(store: &Store, writers: usize, total: usize, tag: &str) -> 
 }
 
 async fn bench_writes(runs: usize) {
-    let sync = std::env::var("FLEET_STORE_SYNC").unwrap_or_else(|_| "normal".into());
+    for sync in [StoreSync::Full, StoreSync::Normal] {
+        bench_writes_with(runs, sync).await;
+    }
+}
+
+async fn bench_writes_with(runs: usize, sync: StoreSync) {
+    let sync_name = sync.pragma();
     for (writers, total) in [(1usize, 1_000usize), (64, 20_000)] {
         let mut rates = Vec::new();
         for _ in 0..runs {
             let Ok(dir) = tempfile::tempdir() else { return };
-            let Ok(store) = Store::open(StoreConfig::file(dir.path().join("s.db"))) else {
+            let cfg = StoreConfig {
+                sync,
+                ..StoreConfig::file(dir.path().join("s.db"))
+            };
+            let Ok(store) = Store::open(cfg) else {
                 return;
             };
             rates.push(write_burst(&store, writers, total, "w").await);
         }
         println!(
-            "writes/s, 1 KiB objects, {writers:>2} concurrent writers, SQLite WAL synchronous={sync}: \
+            "writes/s, 1 KiB objects, {writers:>2} concurrent writers, SQLite WAL synchronous={sync_name}: \
              median {:.0} (runs {runs}, {total} writes each)",
             median(rates)
         );

@@ -25,6 +25,9 @@ pub struct ApiServerConfig {
     pub git_version: String,
     /// Service-account token signing key location, issuer, audiences and CA.
     pub service_accounts: crate::serviceaccount::ServiceAccountConfig,
+    /// Set workload status as a healthy cluster would (see [`crate::simulator`]); off by default,
+    /// since on a real cluster's stand-in nothing else may write status unasked.
+    pub simulate_workloads: bool,
 }
 
 impl ApiServerConfig {
@@ -41,6 +44,7 @@ impl ApiServerConfig {
             default_watch_timeout: Duration::from_secs(1800),
             git_version: "v1.33.0-fleet".to_string(),
             service_accounts: Default::default(),
+            simulate_workloads: false,
         }
     }
 }
@@ -108,6 +112,9 @@ impl ApiServer {
         crate::authz::start(&server).await?;
         crate::gc::spawn(server.clone());
         crate::serviceaccount::controller::spawn(server.clone());
+        if server.inner.cfg.simulate_workloads {
+            crate::simulator::spawn(server.clone());
+        }
         Ok(server)
     }
 
@@ -188,6 +195,11 @@ impl ApiServer {
             .store(true, std::sync::atomic::Ordering::Relaxed);
         self.inner.gc_kick.notify_one();
         self.inner.store.close();
+    }
+
+    /// How the store commits, as SQLite reports it (`None` for an in-memory store).
+    pub fn store_sync(&self) -> Option<crate::store::StoreSync> {
+        self.inner.store.sync_mode()
     }
 
     /// The store, for in-crate background work and tests.

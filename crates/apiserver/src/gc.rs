@@ -324,10 +324,16 @@ async fn handle(srv: &ApiServer, idx: &Index, key: &Arc<str>) -> ApiResult<bool>
     if m.finalizers.iter().any(|f| f == FOREGROUND) {
         let mut remaining = 0;
         for d in &deps {
-            if srv.store().get(d).is_none() {
+            let Some(dep) = srv.store().get(d) else {
+                continue;
+            };
+            remaining += 1;
+            // Already being deleted: wait for it, as kube's collector does. Deleting it again
+            // would put `foregroundDeletion` back on it after its own pass took it off, and the
+            // two passes would rewrite it over and over (making clients' writes conflict).
+            if meta_of(&dep).deletion_timestamp.is_some() {
                 continue;
             }
-            remaining += 1;
             if let Some(dinfo) = info_for_key(srv, d) {
                 let (dns, dname) = split_key(d);
                 let dns = if dinfo.namespaced { Some(dns) } else { None };

@@ -26,7 +26,9 @@ pub mod reviews;
 pub mod satoken;
 pub mod selectors;
 pub mod serve;
+pub mod server;
 pub mod serviceaccount;
+pub mod simulator;
 pub mod ssa;
 pub mod store;
 pub mod table;
@@ -34,3 +36,5 @@ pub mod validation;
 pub mod watch;
 
 pub use app::{ApiServer, ApiServerConfig, Error};
+pub use server::{Server, ServerConfig, ServerHandle, StartError};
+pub use store::StoreSync;

@@ -254,6 +254,7 @@ fn paging_at_fixed_revision_is_consistent_under_writes() {
             let s = Store::open(StoreConfig {
                 path: None,
                 history,
+                ..StoreConfig::in_memory()
             })
             .unwrap();
             let mut w = s.watch("/", 0).unwrap();
@@ -437,6 +438,7 @@ async fn compacted_for_too_old_revisions() {
     let s = Store::open(StoreConfig {
         path: None,
         history: 5,
+        ..StoreConfig::in_memory()
     })
     .unwrap();
     for i in 0..20 {
@@ -571,6 +573,7 @@ async fn file_backed_list_at_old_revision_reads_the_log() {
     let s = Store::open(StoreConfig {
         path: Some(path),
         history: 3,
+        ..StoreConfig::in_memory()
     })
     .unwrap();
     let mut states = vec![BTreeMap::new()];

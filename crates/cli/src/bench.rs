@@ -16,11 +16,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow, bail};
 use bytes::Bytes;
 use clap::{Args, Subcommand, ValueEnum};
-use fleet_apiserver::app::{ApiServer, ApiServerConfig};
-use fleet_apiserver::auth::{Authenticator, UserInfo};
-use fleet_apiserver::pki::{self, Pki};
-use fleet_apiserver::serve::{self, ServeOptions};
-use fleet_apiserver::store::StoreConfig;
+use fleet_apiserver::pki::Pki;
+use fleet_apiserver::server::{Server, ServerConfig, ServerHandle};
+use fleet_apiserver::store::StoreSync;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Method, Request, StatusCode, header};
@@ -68,7 +66,7 @@ enum Scenario {
 /// Where the benchmark server keeps its data.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum StoreKind {
-    /// SQLite (WAL) in a temporary directory: every write durable, as `fleet server` runs.
+    /// SQLite (WAL) in a temporary directory, as `fleet server` runs.
     File,
     /// Memory only (no durability): shows the cost of the REST layer alone.
     Memory,
@@ -85,6 +83,9 @@ struct ApiserverArgs {
     /// Storage backing the benchmark server.
     #[arg(long, value_enum, default_value = "file")]
     store: StoreKind,
+    /// Whether each commit fsyncs (file store), as `fleet server --store-sync`.
+    #[arg(long, value_name = "full|normal", default_value = "full")]
+    store_sync: StoreSync,
     /// Size of each object's payload in bytes.
     #[arg(long, default_value_t = 1024)]
     object_size: usize,
@@ -179,17 +180,18 @@ async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
     };
     let runs = args.runs.max(1);
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
-    let store = match args.store {
-        StoreKind::File => StoreConfig::file(dir.path().join("store.db")),
-        StoreKind::Memory => StoreConfig::in_memory(),
+    let data_dir = match args.store {
+        StoreKind::File => Some(dir.path().join("server")),
+        StoreKind::Memory => None,
     };
-    let server = BenchServer::start(store).await?;
+    let server = BenchServer::start(data_dir, args.store_sync).await?;
     println!(
         "fleet bench apiserver: {} store, TLS over loopback (HTTP/1.1, bearer token), {} cores, \
          {runs} runs per figure (median shown)",
-        match args.store {
-            StoreKind::File => "SQLite WAL (durable)",
-            StoreKind::Memory => "in-memory",
+        match (args.store, args.store_sync) {
+            (StoreKind::File, StoreSync::Full) => "SQLite WAL synchronous=FULL (durable)",
+            (StoreKind::File, StoreSync::Normal) => "SQLite WAL synchronous=NORMAL",
+            (StoreKind::Memory, _) => "in-memory",
         },
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -245,53 +247,39 @@ struct BenchServer {
     ca_pem: String,
     token: String,
     url: String,
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
-    /// The CA, to issue the tls-clients scenario's certificates.
-    pki: Pki,
-    _api: ApiServer,
+    handle: ServerHandle,
 }
 
 impl BenchServer {
-    async fn start(store: StoreConfig) -> anyhow::Result<BenchServer> {
-        let pki = Pki::ephemeral(&["127.0.0.1".to_string()])?;
-        let api = ApiServer::new(ApiServerConfig::with_store(store))
-            .await
-            .context("opening the API server")?;
-        let admin = UserInfo::authenticated(pki::ADMIN_USER, &[pki::ADMIN_GROUP]);
-        let auth = Authenticator::new(vec![(pki.admin_token().to_string(), admin)]);
-        let app = serve::with_authentication(api.router(), auth);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(serve::serve(
-            listener,
-            pki.server_tls_config()?,
-            app,
-            async move {
-                let _ = stopped.await;
-            },
-            ServeOptions {
-                drain_timeout: Duration::from_secs(2),
-                ..ServeOptions::default()
-            },
-        ));
-        let target = Target::new(addr, pki.ca_cert_pem(), pki.admin_token())?;
+    async fn start(
+        data_dir: Option<PathBuf>,
+        store_sync: StoreSync,
+    ) -> anyhow::Result<BenchServer> {
+        let handle = Server::start(ServerConfig {
+            data_dir,
+            store_sync,
+            drain_timeout: Duration::from_secs(2),
+            ..ServerConfig::default()
+        })
+        .await
+        .context("starting the API server")?;
+        let target = Target::new(handle.addr(), handle.ca_pem(), handle.admin_token())?;
         Ok(BenchServer {
             target,
-            ca_pem: pki.ca_cert_pem().to_string(),
-            token: pki.admin_token().to_string(),
-            url: pki::server_url(addr),
-            stop,
-            task,
-            pki,
-            _api: api,
+            ca_pem: handle.ca_pem().to_string(),
+            token: handle.admin_token().to_string(),
+            url: handle.url().to_string(),
+            handle,
         })
     }
 
+    /// The CA, to issue the tls-clients scenario's certificates.
+    fn pki(&self) -> &Pki {
+        self.handle.pki()
+    }
+
     async fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.task.await;
+        let _ = self.handle.shutdown().await;
     }
 }
 
@@ -774,7 +762,7 @@ async fn tls_clients_scenario(
     let mut clients = Vec::with_capacity(n);
     for i in 0..n {
         let ck = server
-            .pki
+            .pki()
             .issue_client_cert(&format!("user-{i}"), &[&format!("group-{i}")])?;
         let chain = vec![CertificateDer::from_pem_slice(ck.cert_pem.as_bytes())?];
         let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(ck.key_pem.as_bytes())?;

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+mod agent_cmd;
 mod apply_cmd;
 mod bench;
 mod dev;
@@ -42,6 +43,8 @@ enum Command {
     Test(test_cmd::TestArgs),
     /// Print installation manifests (`fleet install crds`).
     Install(install_cmd::InstallArgs),
+    /// Run the per-cluster agent against a downstream cluster.
+    Agent(agent_cmd::AgentArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -60,5 +63,6 @@ fn main() -> anyhow::Result<()> {
         Command::Apply(args) => apply_cmd::run(*args),
         Command::Target(args) => target_cmd::run(args),
         Command::Test(args) => test_cmd::run(args),
+        Command::Agent(args) => agent_cmd::run(args),
     }
 }

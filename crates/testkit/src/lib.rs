@@ -4,6 +4,7 @@
 //!
 //! Used only as a dev-dependency. Panics are the point here: a failed setup fails the test.
 
+pub mod agent_env;
 pub mod git;
 pub mod kubectl;
 pub mod process;

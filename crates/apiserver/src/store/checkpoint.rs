@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, mpsc};
 
-use super::{StoreError, db};
+use super::{StoreError, StoreSync, db};
 
 /// Committed writes between two kicks of the checkpoint thread (a write appends two to three
 /// 4 KiB pages to the WAL, so this is close to SQLite's default of 1,000 pages).
@@ -36,8 +36,8 @@ pub(crate) struct Checkpointer {
 
 impl Checkpointer {
     /// Opens a connection to `path` for checkpoints and starts the thread.
-    pub(crate) fn spawn(path: &Path) -> Result<Checkpointer, StoreError> {
-        let conn = db::open_checkpointer(path)?;
+    pub(crate) fn spawn(path: &Path, sync: StoreSync) -> Result<Checkpointer, StoreError> {
+        let conn = db::open_checkpointer(path, sync)?;
         // One pending kick is enough: kicks that arrive while one is queued add nothing.
         let (kick, rx) = mpsc::sync_channel::<()>(1);
         let wal_frames = Arc::new(AtomicI64::new(0));
@@ -117,8 +117,8 @@ mod tests {
         let path = dir.path().join("db.sqlite");
         let wal = dir.path().join("db.sqlite-wal");
         let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-        let mut conn = db::open_writer(Some(&path)).expect("writer");
-        let cp = Checkpointer::spawn(&path).expect("checkpointer");
+        let mut conn = db::open_writer(Some(&path), StoreSync::Full).expect("writer");
+        let cp = Checkpointer::spawn(&path, StoreSync::Full).expect("checkpointer");
         write(&mut conn, 1..3_000);
         let wal_len = len(&wal);
         let db_len = len(&path);

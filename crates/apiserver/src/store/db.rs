@@ -4,14 +4,14 @@
 //! `AUTOINCREMENT` makes SQLite remember the highest id ever used (in `sqlite_sequence`), so a
 //! revision is never handed out twice, even after compaction deletes the newest rows (tombstones).
 //!
-//! Durability: WAL with `synchronous=NORMAL` by default. In WAL mode a commit appends the
-//! transaction to the WAL file with write(2) before COMMIT returns, so once the writer
-//! acknowledges, the data is in the OS page cache and survives SIGKILL or any crash of this
-//! process (proved by the `acknowledged_writes_survive_sigkill` test); only an OS crash or power
-//! loss can lose the most recent WAL tail (never corrupt the database). That removes one fsync
-//! per group commit, which on this class of machine is the difference between ~9k and ~40k
-//! writes/s at 64 writers. `FLEET_STORE_SYNC=full` selects `synchronous=FULL` (fsync the WAL on
-//! every commit) where power-loss durability of the last writes matters more than throughput.
+//! Durability: WAL with `synchronous=FULL` by default ([`StoreSync::Full`]): every commit fsyncs
+//! the WAL before the writer acknowledges it, so an acknowledged write survives power loss, as
+//! with etcd and kine. Group commit keeps that cheap under concurrency (64 clients write as fast
+//! as without the fsync); one client at a time pays the fsync per write.
+//! [`StoreSync::Normal`] (`synchronous=NORMAL`) is the explicit faster mode: a commit is
+//! appended to the WAL with write(2) before COMMIT returns, so it survives SIGKILL or any crash of
+//! this process (the `acknowledged_writes_survive_sigkill` test), and only an OS crash or power
+//! loss can lose the most recent WAL tail (never corrupt the database).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,7 +20,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Obj, Rev, StoreError};
+use super::{Obj, Rev, StoreError, StoreSync};
 
 /// Maps SQLite failures to the storage error the REST layer reports as 500.
 pub(crate) fn sql_err(context: &str, e: rusqlite::Error) -> StoreError {
@@ -41,17 +41,27 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta (k, v) VALUES ('compact_rev', 0);
 ";
 
-/// Whether commits fsync (`FLEET_STORE_SYNC=full`) or rely on the OS page cache (NORMAL,
-/// default; see the module docs for why that is crash-safe for the process).
-fn sync_mode() -> &'static str {
-    match std::env::var("FLEET_STORE_SYNC") {
-        Ok(v) if v.eq_ignore_ascii_case("full") => "FULL",
-        _ => "NORMAL",
+/// What SQLite reports for `PRAGMA synchronous` on `conn` (`None` for an in-memory database,
+/// which has no file to sync).
+pub(crate) fn synchronous(conn: &Connection, file: bool) -> Result<Option<StoreSync>, StoreError> {
+    if !file {
+        return Ok(None);
+    }
+    let level: i64 = conn
+        .query_row("PRAGMA synchronous", [], |r| r.get(0))
+        .map_err(|e| sql_err("reading synchronous", e))?;
+    // 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA: we only ever set NORMAL or FULL.
+    match level {
+        1 => Ok(Some(StoreSync::Normal)),
+        2 => Ok(Some(StoreSync::Full)),
+        other => Err(StoreError::Internal(format!(
+            "sqlite reports synchronous={other}, expected NORMAL (1) or FULL (2)"
+        ))),
     }
 }
 
 /// Opens the writer connection (file or memory) and creates the schema.
-pub(crate) fn open_writer(path: Option<&Path>) -> Result<Connection, StoreError> {
+pub(crate) fn open_writer(path: Option<&Path>, sync: StoreSync) -> Result<Connection, StoreError> {
     let conn = match path {
         Some(p) => {
             if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -75,7 +85,7 @@ pub(crate) fn open_writer(path: Option<&Path>) -> Result<Connection, StoreError>
         // Checkpoints run on their own thread (see `checkpoint`), not inside the writer's commits.
         conn.execute_batch(&format!(
             "PRAGMA synchronous={}; PRAGMA wal_autocheckpoint=0;",
-            sync_mode()
+            sync.pragma()
         ))
         .map_err(|e| sql_err("setting synchronous", e))?;
     }
@@ -106,13 +116,13 @@ pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
 }
 
 /// Opens the connection the checkpoint thread copies the WAL into the database with.
-pub(crate) fn open_checkpointer(path: &Path) -> Result<Connection, StoreError> {
+pub(crate) fn open_checkpointer(path: &Path, sync: StoreSync) -> Result<Connection, StoreError> {
     let conn = open_side(
         path,
         rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE,
         "checkpointer",
     )?;
-    conn.execute_batch(&format!("PRAGMA synchronous={};", sync_mode()))
+    conn.execute_batch(&format!("PRAGMA synchronous={};", sync.pragma()))
         .map_err(|e| sql_err("setting synchronous", e))?;
     Ok(conn)
 }

@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 
 use super::checkpoint::{self, Checkpointer};
 use super::encode::Encoded;
-use super::{Event, EventKind, Obj, RETENTION, Rev, Shared, StoreError, db};
+use super::{Event, EventKind, Obj, Rev, Shared, StoreError, db};
 
 /// Upper bound on writes per transaction (keeps one commit's latency bounded).
 pub(crate) const MAX_BATCH: usize = 4_096;
@@ -77,11 +77,8 @@ impl Writer {
         shared: Arc<Shared>,
         rev: Rev,
         checkpointer: Option<Checkpointer>,
+        retention: Duration,
     ) -> Writer {
-        let retention = std::env::var("FLEET_STORE_RETENTION_SECS")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(RETENTION, Duration::from_secs);
         let db_compact = shared.state.read().compact_rev;
         Writer {
             db_compact,

@@ -28,10 +28,16 @@ impl Server {
 
     /// Starts with an explicit listen address (restarts reuse the port so clients can resume).
     pub fn start_with(dir: &Path, listen: &str) -> Server {
+        Server::start_with_flags(dir, listen, &[])
+    }
+
+    /// Starts with an explicit listen address and further flags (`--simulate-workloads`).
+    pub fn start_with_flags(dir: &Path, listen: &str, flags: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_fleet"))
             .args(["server", "--data-dir"])
             .arg(dir)
             .args(["--listen", listen])
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -1,0 +1,564 @@
+//! The deploy loop: one watch on the agent's namespace's BundleDeployments upstream; each
+//! BundleDeployment is reconciled (deploy when its deploymentID is not applied yet, then monitor)
+//! and its status patched only when it changed. Deletion downstream happens only when a
+//! BundleDeployment is seen deleted, never because the manager cannot be reached.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleet_api::state::BundleState;
+use fleet_api::{BundleDeployment, BundleDeploymentStatus};
+use futures::StreamExt;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use crate::backoff::RateLimitedLog;
+use crate::content::ContentCache;
+use crate::credential::Upstream;
+use crate::deploy::{self, DeployError, Target};
+use crate::drift::DriftWatches;
+use crate::monitor;
+use crate::objects::{Downstream, ObjRef};
+use crate::release;
+
+/// How long a BundleDeployment waits before its dependencies are checked again (they are also
+/// re-checked whenever any BundleDeployment changes).
+const DEPENDS_ON_REQUEUE: Duration = Duration::from_secs(15);
+
+/// State of the deploy loop.
+pub struct Agent {
+    up: Upstream,
+    ds: Downstream,
+    agent_namespace: String,
+    kube_version: String,
+    contents: ContentCache,
+    bds: BTreeMap<String, BundleDeployment>,
+    /// Generation last reconciled per BD (status-only events do not reconcile again).
+    reconciled: HashMap<String, Option<i64>>,
+    /// deploymentIDs whose deploy failed with a manifest error (not retried until they change).
+    failed: HashMap<String, String>,
+    /// BDs waiting for their dependencies.
+    waiting: HashSet<String>,
+    drift: DriftWatches,
+    queue: VecDeque<String>,
+    queued: HashSet<String>,
+    tx: mpsc::UnboundedSender<String>,
+}
+
+impl Agent {
+    fn enqueue(&mut self, name: String) {
+        if self.queued.insert(name.clone()) {
+            self.queue.push_back(name);
+        }
+    }
+
+    fn requeue_after(&self, name: &str, d: Duration) {
+        let tx = self.tx.clone();
+        let name = name.to_string();
+        tokio::spawn(async move {
+            tokio::time::sleep(d).await;
+            let _ = tx.send(name);
+        });
+    }
+
+    fn bd_api(&self) -> Api<BundleDeployment> {
+        Api::namespaced(self.up.client.clone(), &self.up.deployment_namespace)
+    }
+
+    /// Patches the status when (and only when) it differs from what the BD holds.
+    async fn write_status(
+        &mut self,
+        bd: &BundleDeployment,
+        new: BundleDeploymentStatus,
+    ) -> Result<(), kube::Error> {
+        let old = bd.status.clone().unwrap_or_default();
+        let (Ok(old_v), Ok(new_v)) = (serde_json::to_value(&old), serde_json::to_value(&new))
+        else {
+            return Ok(());
+        };
+        let Some(patch) = merge_diff(&old_v, &new_v) else {
+            return Ok(());
+        };
+        let name = bd.metadata.name.clone().unwrap_or_default();
+        let updated = self
+            .bd_api()
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": patch})),
+            )
+            .await?;
+        self.bds.insert(name, updated);
+        Ok(())
+    }
+
+    /// Whether `bd`'s dependencies are in their accepted states; the message when not.
+    fn dependencies_pending(&self, bd: &BundleDeployment) -> Option<String> {
+        let mut pending = Vec::new();
+        for dep in &bd.spec.depends_on {
+            let accepted: Vec<String> = if dep.accepted_states.is_empty() {
+                vec![BundleState::Ready.as_str().to_string()]
+            } else {
+                dep.accepted_states.iter().map(|s| s.to_string()).collect()
+            };
+            let bundle_ns = label(bd, fleet_api::keys::BUNDLE_NAMESPACE_LABEL);
+            let matches: Vec<&BundleDeployment> = self
+                .bds
+                .values()
+                .filter(|o| {
+                    if !dep.name.is_empty() {
+                        label(o, fleet_api::keys::BUNDLE_LABEL) == dep.name
+                            && label(o, fleet_api::keys::BUNDLE_NAMESPACE_LABEL) == bundle_ns
+                    } else if let Some(sel) = &dep.selector {
+                        selector_matches(sel, o)
+                    } else {
+                        false
+                    }
+                })
+                .collect();
+            let what = if dep.name.is_empty() {
+                "selector".to_string()
+            } else {
+                dep.name.clone()
+            };
+            if matches.is_empty() {
+                pending.push(format!("{what} (no bundle deployment found)"));
+                continue;
+            }
+            for m in matches {
+                let state = fleet_targeting::status::deployment_state(m);
+                if !accepted.iter().any(|a| a == state.as_str()) {
+                    pending.push(m.metadata.name.clone().unwrap_or_default());
+                }
+            }
+        }
+        (!pending.is_empty())
+            .then(|| format!("dependent bundle(s) are not ready: [{}]", pending.join(" ")))
+    }
+
+    /// Reconciles one BundleDeployment by name.
+    async fn reconcile(&mut self, name: &str) -> Result<(), String> {
+        let Some(bd) = self.bds.get(name).cloned() else {
+            return Ok(());
+        };
+        self.reconciled
+            .insert(name.to_string(), bd.metadata.generation);
+        if bd.metadata.deletion_timestamp.is_some() {
+            return self.uninstall(name, bd.spec.options.keep_resources).await;
+        }
+        if bd.spec.paused || bd.spec.off_schedule || bd.spec.waiting_for_values {
+            return Ok(());
+        }
+        let mut st = bd.status.clone().unwrap_or_default();
+        let (rel_name, rel_ns) = deploy::release_of(name, &bd.spec.options);
+        let history = release::history(&self.ds.client, &rel_ns, &rel_name)
+            .await
+            .map_err(|e| e.to_string())?;
+        let current = history
+            .iter()
+            .rev()
+            .find(|r| r.status() == "deployed")
+            .cloned();
+        let up_to_date = st.applied_deployment_id == bd.spec.deployment_id && current.is_some();
+
+        let objects: Vec<Value> = if up_to_date {
+            self.waiting.remove(name);
+            current
+                .as_ref()
+                .map(|r| release::manifest_objects(r.manifest()))
+                .unwrap_or_default()
+        } else {
+            if self.failed.get(name) == Some(&bd.spec.deployment_id) {
+                return Ok(());
+            }
+            if let Some(msg) = self.dependencies_pending(&bd) {
+                self.waiting.insert(name.to_string());
+                monitor::set_condition(&mut st.conditions, "Deployed", false, &msg);
+                self.write_status(&bd, st)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                self.requeue_after(name, DEPENDS_ON_REQUEUE);
+                return Ok(());
+            }
+            self.waiting.remove(name);
+            let resources = self
+                .contents
+                .get(
+                    &self.up.client,
+                    crate::content::manifest_id(&bd.spec.deployment_id),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            let t = Target {
+                ds: &self.ds,
+                agent_namespace: &self.agent_namespace,
+                deployment_namespace: &self.up.deployment_namespace,
+                kube_version: &self.kube_version,
+            };
+            match deploy::deploy(&t, &bd, &resources, &history).await {
+                Ok(d) => {
+                    self.failed.remove(name);
+                    st.release = d.release;
+                    st.applied_deployment_id = bd.spec.deployment_id.clone();
+                    monitor::set_condition(&mut st.conditions, "Deployed", true, "");
+                    monitor::set_condition(&mut st.conditions, "Installed", true, "");
+                    namespace_metadata(&self.ds, &rel_ns, &bd).await?;
+                    d.objects
+                }
+                Err(e) if e.is_manifest_error() => {
+                    tracing::warn!(bundledeployment = name, "deploy failed: {e}");
+                    self.failed
+                        .insert(name.to_string(), bd.spec.deployment_id.clone());
+                    let msg = e.to_string();
+                    monitor::set_condition(&mut st.conditions, "Deployed", false, &msg);
+                    monitor::set_condition(&mut st.conditions, "Installed", false, &msg);
+                    self.write_status(&bd, st)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    return Ok(());
+                }
+                Err(e) => return Err(deploy_error(e)),
+            }
+        };
+
+        let refs: Vec<ObjRef> = objects.iter().filter_map(ObjRef::of).collect();
+        self.drift.track(name, &refs).await;
+        let mut ob = monitor::observe(&self.ds, &objects, (&rel_name, &rel_ns), &bd.spec.options)
+            .await
+            .map_err(|e| e.to_string())?;
+        let correct = bd
+            .spec
+            .correct_drift
+            .clone()
+            .or_else(|| bd.spec.options.correct_drift.clone())
+            .unwrap_or_default();
+        if correct.enabled && !ob.modified.is_empty() {
+            for m in &ob.modified {
+                if m.exist {
+                    continue; // not ours: only takeOwnership adopts it
+                }
+                let r = ObjRef {
+                    api_version: m.api_version.clone(),
+                    kind: m.kind.clone(),
+                    namespace: m.namespace.clone(),
+                    name: m.name.clone(),
+                };
+                let Some(o) = objects.iter().find(|o| ObjRef::of(o).as_ref() == Some(&r)) else {
+                    continue;
+                };
+                tracing::info!(bundledeployment = name, "correcting drift of {r}");
+                correct_drift(&self.ds, &r, o, &m.patch, correct.force).await?;
+            }
+            ob = monitor::observe(&self.ds, &objects, (&rel_name, &rel_ns), &bd.spec.options)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        monitor::apply_observation(&mut st, &ob);
+        self.write_status(&bd, st)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// After a complete list (so only while connected): uninstalls releases whose
+    /// BundleDeployment no longer exists (deleted while the agent was away).
+    async fn collect_garbage(&mut self) {
+        let existing = self.bds.keys().cloned().collect();
+        let orphans = match deploy::orphans(
+            &self.ds,
+            &self.agent_namespace,
+            &self.up.deployment_namespace,
+            &existing,
+        )
+        .await
+        {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!("garbage collection skipped: listing release records: {e}");
+                return;
+            }
+        };
+        for (bd, keep) in orphans {
+            tracing::info!(bundledeployment = %bd, "bundledeployment is gone upstream");
+            if let Err(e) = self.uninstall(&bd, keep).await {
+                tracing::warn!(bundledeployment = %bd, "uninstall failed: {e}");
+            }
+        }
+    }
+
+    async fn uninstall(&mut self, name: &str, keep_resources: bool) -> Result<(), String> {
+        tracing::info!(bundledeployment = name, keep_resources, "uninstalling");
+        deploy::uninstall(&self.ds, &self.agent_namespace, name, keep_resources)
+            .await
+            .map_err(deploy_error)?;
+        self.drift.forget(name);
+        Ok(())
+    }
+}
+
+/// Restores one drifted object. A missing object is applied again; a modified one gets the
+/// merge patch that restores desired state: lists are replaced whole, so an entry someone else
+/// added (a changed Service port is a new entry of a keyed list, upstream #2834) goes too, which
+/// a server-side apply would leave to its new owner. With `force`, an object the patch cannot
+/// fix (immutable fields) is deleted and created again, as Helm's `--force` does.
+async fn correct_drift(
+    ds: &Downstream,
+    r: &ObjRef,
+    desired: &Value,
+    patch: &str,
+    force: bool,
+) -> Result<(), String> {
+    if patch.is_empty() {
+        return ds
+            .apply(r, desired, true)
+            .await
+            .map(drop)
+            .map_err(|e| format!("{r}: {e}"));
+    }
+    let p: Value = serde_json::from_str(patch).map_err(|e| format!("{r}: drift patch: {e}"))?;
+    let api = ds.api(r).await.map_err(|e| format!("{r}: {e}"))?;
+    let pp = PatchParams {
+        field_manager: Some(crate::objects::FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    match api.patch(&r.name, &pp, &Patch::Merge(&p)).await {
+        Ok(_) => Ok(()),
+        Err(e) if force => {
+            tracing::info!("recreating {r} after a failed drift patch: {e}");
+            ds.delete(r).await.map_err(|e| format!("{r}: {e}"))?;
+            ds.apply(r, desired, true)
+                .await
+                .map(drop)
+                .map_err(|e| format!("{r}: {e}"))
+        }
+        Err(e) => Err(format!("{r}: {e}")),
+    }
+}
+
+fn deploy_error(e: DeployError) -> String {
+    e.to_string()
+}
+
+fn label(bd: &BundleDeployment, key: &str) -> String {
+    bd.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(key))
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn selector_matches(
+    sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+    bd: &BundleDeployment,
+) -> bool {
+    let empty = BTreeMap::new();
+    let labels = bd.metadata.labels.as_ref().unwrap_or(&empty);
+    let ml_ok = sel
+        .match_labels
+        .as_ref()
+        .is_none_or(|m| m.iter().all(|(k, v)| labels.get(k) == Some(v)));
+    let me_ok = sel.match_expressions.as_ref().is_none_or(|es| {
+        es.iter().all(|e| {
+            let vals = e.values.clone().unwrap_or_default();
+            let v = labels.get(&e.key);
+            match e.operator.as_str() {
+                "In" => v.is_some_and(|v| vals.contains(v)),
+                "NotIn" => v.is_none_or(|v| !vals.contains(v)),
+                "Exists" => v.is_some(),
+                "DoesNotExist" => v.is_none(),
+                _ => false,
+            }
+        })
+    });
+    ml_ok && me_ok && (sel.match_labels.is_some() || sel.match_expressions.is_some())
+}
+
+/// `namespaceLabels` / `namespaceAnnotations` on the release namespace, applied under their own
+/// field manager so that keys dropped from the options are removed and others' keys stay.
+async fn namespace_metadata(
+    ds: &Downstream,
+    ns: &str,
+    bd: &BundleDeployment,
+) -> Result<(), String> {
+    let o = &bd.spec.options;
+    if o.namespace_labels.is_empty() && o.namespace_annotations.is_empty() {
+        return Ok(());
+    }
+    let labels: Map<String, Value> = o
+        .namespace_labels
+        .iter()
+        .filter(|(k, _)| !k.starts_with("pod-security.kubernetes.io/"))
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    let r = ObjRef {
+        api_version: "v1".into(),
+        kind: "Namespace".into(),
+        namespace: String::new(),
+        name: ns.into(),
+    };
+    let obj = json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": ns, "labels": labels, "annotations": o.namespace_annotations}});
+    let api = ds.api(&r).await.map_err(|e| e.to_string())?;
+    let mut pp = PatchParams::apply("fleet-agent-namespace");
+    pp.force = true;
+    api.patch(ns, &pp, &Patch::Apply(&obj))
+        .await
+        .map_err(|e| format!("namespace {ns}: {e}"))?;
+    Ok(())
+}
+
+/// JSON merge patch from `old` to `new` (None when equal): changed keys, and `null` for keys
+/// `new` no longer has.
+pub fn merge_diff(old: &Value, new: &Value) -> Option<Value> {
+    match (old, new) {
+        (Value::Object(o), Value::Object(n)) => {
+            let mut p = Map::new();
+            for (k, nv) in n {
+                match o.get(k) {
+                    Some(ov) => {
+                        if let Some(d) = merge_diff(ov, nv) {
+                            p.insert(k.clone(), d);
+                        }
+                    }
+                    None => {
+                        p.insert(k.clone(), nv.clone());
+                    }
+                }
+            }
+            for k in o.keys() {
+                if !n.contains_key(k) {
+                    p.insert(k.clone(), Value::Null);
+                }
+            }
+            (!p.is_empty()).then_some(Value::Object(p))
+        }
+        _ if old == new => None,
+        _ => Some(new.clone()),
+    }
+}
+
+/// Runs the deploy loop until the process ends. Errors talking to the manager are retried by the
+/// watch (capped backoff with jitter) and logged at a capped rate; nothing is deleted because of
+/// them.
+pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
+    let kube_version = match ds.client.apiserver_version().await {
+        Ok(v) => v.git_version,
+        Err(e) => {
+            tracing::warn!(
+                "downstream version unknown ({e}); rendering for {}",
+                fleet_render::deploy::TEMPLATE_KUBE_VERSION
+            );
+            fleet_render::deploy::TEMPLATE_KUBE_VERSION.to_string()
+        }
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let owners = Arc::default();
+    let mut agent = Agent {
+        drift: DriftWatches::new(ds.clone(), owners, tx.clone()),
+        up,
+        ds,
+        agent_namespace,
+        kube_version,
+        contents: ContentCache::default(),
+        bds: BTreeMap::new(),
+        reconciled: HashMap::new(),
+        failed: HashMap::new(),
+        waiting: HashSet::new(),
+        queue: VecDeque::new(),
+        queued: HashSet::new(),
+        tx,
+    };
+    let api = agent.bd_api();
+    let mut bd_events = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let mut log = RateLimitedLog::new(Duration::from_secs(30));
+    let mut retry_delay: HashMap<String, Duration> = HashMap::new();
+    // Set by a completed (re-)list: once the queue drains, the agent says it is in sync.
+    let mut listed = false;
+    loop {
+        tokio::select! {
+            ev = bd_events.next() => {
+                let Some(ev) = ev else { return };
+                match ev {
+                    Ok(watcher::Event::Apply(bd)) | Ok(watcher::Event::InitApply(bd)) => {
+                        log.reset();
+                        let name = bd.metadata.name.clone().unwrap_or_default();
+                        let changed = agent.reconciled.get(&name) != Some(&bd.metadata.generation)
+                            || bd.metadata.deletion_timestamp.is_some();
+                        agent.bds.insert(name.clone(), bd);
+                        if changed {
+                            agent.enqueue(name);
+                        }
+                        // A status change may satisfy someone's dependsOn.
+                        let waiting: Vec<String> = agent.waiting.iter().cloned().collect();
+                        for w in waiting {
+                            agent.enqueue(w);
+                        }
+                    }
+                    Ok(watcher::Event::Delete(bd)) => {
+                        let name = bd.metadata.name.clone().unwrap_or_default();
+                        agent.bds.remove(&name);
+                        agent.reconciled.remove(&name);
+                        agent.waiting.remove(&name);
+                        if let Err(e) = agent.uninstall(&name, bd.spec.options.keep_resources).await {
+                            tracing::warn!(bundledeployment = %name, "uninstall failed: {e}");
+                        }
+                    }
+                    Ok(watcher::Event::InitDone) => listed = true,
+                    Ok(watcher::Event::Init) => {}
+                    Err(e) => log.warn(&format!(
+                        "watching bundledeployments in {}: {e}; retrying with backoff",
+                        agent.up.deployment_namespace
+                    )),
+                }
+            }
+            Some(name) = rx.recv() => agent.enqueue(name),
+        }
+        while let Some(name) = agent.queue.pop_front() {
+            agent.queued.remove(&name);
+            match agent.reconcile(&name).await {
+                Ok(()) => {
+                    retry_delay.remove(&name);
+                }
+                Err(e) => {
+                    let d = retry_delay.get(&name).map_or(Duration::from_secs(1), |d| {
+                        (*d * 2).min(Duration::from_secs(300))
+                    });
+                    retry_delay.insert(name.clone(), d);
+                    log.warn(&format!("bundledeployment {name}: {e}; retrying"));
+                    // Forget the reconciled generation so the retry runs in full.
+                    agent.reconciled.remove(&name);
+                    agent.requeue_after(&name, crate::backoff::jitter(d));
+                }
+            }
+        }
+        if listed {
+            listed = false;
+            agent.collect_garbage().await;
+            tracing::info!("synced {} bundledeployments", agent.bds.len());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_diff_nulls_removed_keys_and_skips_equal() {
+        let old = json!({"ready": true, "conditions": [1], "display": {"state": "x"}});
+        let new = json!({"conditions": [1], "display": {"state": "x"}, "release": "r"});
+        assert_eq!(
+            merge_diff(&old, &new),
+            Some(json!({"ready": null, "release": "r"}))
+        );
+        assert_eq!(merge_diff(&new, &new), None);
+    }
+}

@@ -1,0 +1,142 @@
+//! Downstream objects by reference: resolving apiVersion/kind to a resource (discovery, cached),
+//! server-side apply under the agent's one field manager, reads and deletes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use kube::Api;
+use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use serde_json::Value;
+
+/// The field manager of every downstream write the agent makes.
+pub const FIELD_MANAGER: &str = "fleet-agent";
+
+/// Identity of one object: apiVersion, kind, namespace ("" when cluster-scoped) and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjRef {
+    /// `group/version` or `v1`.
+    pub api_version: String,
+    /// The kind.
+    pub kind: String,
+    /// Namespace, empty for cluster-scoped objects.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjRef {
+    /// The reference of an object's JSON (None without apiVersion, kind or name).
+    pub fn of(o: &Value) -> Option<ObjRef> {
+        let s = |p: &str| o.pointer(p).and_then(Value::as_str).map(str::to_string);
+        Some(ObjRef {
+            api_version: s("/apiVersion")?,
+            kind: s("/kind")?,
+            namespace: s("/metadata/namespace").unwrap_or_default(),
+            name: s("/metadata/name")?,
+        })
+    }
+
+    /// `group` of the apiVersion ("" for the core group).
+    pub fn group(&self) -> &str {
+        self.api_version.rsplit_once('/').map_or("", |(g, _)| g)
+    }
+}
+
+impl std::fmt::Display for ObjRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            write!(f, "{} {}", self.kind, self.name)
+        } else {
+            write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+}
+
+/// A resolved kind: its REST resource and whether it is namespaced.
+#[derive(Debug, Clone)]
+pub struct Kind {
+    /// The resource for kube-rs's dynamic API.
+    pub resource: ApiResource,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+}
+
+/// The downstream cluster as the agent uses it: a client plus a cache of resolved kinds.
+#[derive(Clone)]
+pub struct Downstream {
+    /// Client for the downstream cluster.
+    pub client: kube::Client,
+    kinds: Arc<Mutex<HashMap<(String, String), Kind>>>,
+}
+
+impl Downstream {
+    /// Wraps a downstream client.
+    pub fn new(client: kube::Client) -> Downstream {
+        Downstream {
+            client,
+            kinds: Arc::default(),
+        }
+    }
+
+    /// Resolves apiVersion/kind through discovery (once per kind; failures are not cached, so a
+    /// kind whose CRD was just created resolves once it is served).
+    pub async fn kind(&self, api_version: &str, kind: &str) -> Result<Kind, kube::Error> {
+        let key = (api_version.to_string(), kind.to_string());
+        if let Some(k) = self
+            .kinds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(k.clone());
+        }
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let (resource, caps) = kube::discovery::pinned_kind(&self.client, &gvk).await?;
+        let k = Kind {
+            resource,
+            namespaced: caps.scope == kube::discovery::Scope::Namespaced,
+        };
+        self.kinds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, k.clone());
+        Ok(k)
+    }
+
+    /// The dynamic API for one object.
+    pub async fn api(&self, r: &ObjRef) -> Result<Api<DynamicObject>, kube::Error> {
+        let k = self.kind(&r.api_version, &r.kind).await?;
+        Ok(if k.namespaced {
+            Api::namespaced_with(self.client.clone(), &r.namespace, &k.resource)
+        } else {
+            Api::all_with(self.client.clone(), &k.resource)
+        })
+    }
+
+    /// The live object, or None when it does not exist.
+    pub async fn get(&self, r: &ObjRef) -> Result<Option<Value>, kube::Error> {
+        let api = self.api(r).await?;
+        let o = api.get_opt(&r.name).await?;
+        Ok(o.and_then(|o| serde_json::to_value(o).ok()))
+    }
+
+    /// Server-side apply of `obj` under [`FIELD_MANAGER`] (force takes conflicting fields).
+    pub async fn apply(&self, r: &ObjRef, obj: &Value, force: bool) -> Result<Value, kube::Error> {
+        let api = self.api(r).await?;
+        let mut pp = PatchParams::apply(FIELD_MANAGER);
+        pp.force = force;
+        let o = api.patch(&r.name, &pp, &Patch::Apply(obj)).await?;
+        Ok(serde_json::to_value(o).unwrap_or(Value::Null))
+    }
+
+    /// Deletes an object (already gone is fine), letting the cluster collect its dependents.
+    pub async fn delete(&self, r: &ObjRef) -> Result<(), kube::Error> {
+        let api = self.api(r).await?;
+        match api.delete(&r.name, &DeleteParams::background()).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}

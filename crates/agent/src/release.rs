@@ -1,0 +1,386 @@
+//! Helm-compatible release records: what the agent deployed, stored exactly as Helm 3's Secrets
+//! driver stores releases (`sh.helm.release.v1.<name>.v<N>` Secrets of type `helm.sh/release.v1`,
+//! labels `name`/`owner=helm`/`status`/`version`, data `release` = base64(gzip(JSON))), so real
+//! `helm list`, `helm history` and `helm get manifest` show what Fleet deployed. The records are
+//! also the agent's memory of which objects a BundleDeployment created (for prune and uninstall).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+use base64::Engine;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+use serde_json::{Value, json};
+
+use crate::objects::ObjRef;
+
+/// Helm's Secret type for release records.
+pub const SECRET_TYPE: &str = "helm.sh/release.v1";
+/// Label naming the BundleDeployment a record belongs to (Helm ignores extra labels).
+pub const BUNDLE_DEPLOYMENT_LABEL: &str = "fleet.cattle.io/bundle-deployment";
+/// Label naming the system namespace of the agent that wrote a record, so two agents sharing a
+/// cluster (a manager's local agent and a registered one) never touch each other's releases.
+pub const AGENT_NAMESPACE_LABEL: &str = "fleet.cattle.io/agent-namespace";
+
+/// One stored release, decoded.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// The Secret's name.
+    pub secret_name: String,
+    /// Release version (1, 2, ...).
+    pub version: i64,
+    /// The decoded Helm release JSON.
+    pub release: Value,
+}
+
+impl Record {
+    /// The release's manifest (what was applied), as stored.
+    pub fn manifest(&self) -> &str {
+        self.release
+            .get("manifest")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    /// Whether the release was deployed with `keepResources`.
+    pub fn keep_resources(&self) -> bool {
+        self.release
+            .pointer("/chart/metadata/annotations/fleet.cattle.io~1keep-resources")
+            .and_then(Value::as_str)
+            == Some("true")
+    }
+
+    /// `info.status` (`deployed`, `superseded`, ...).
+    pub fn status(&self) -> &str {
+        self.release
+            .pointer("/info/status")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    /// The objects of the manifest (documents that do not parse are skipped: the record was
+    /// written by us from objects, so this only guards against hand edits).
+    pub fn objects(&self) -> Vec<ObjRef> {
+        manifest_objects(self.manifest())
+            .iter()
+            .filter_map(ObjRef::of)
+            .collect()
+    }
+}
+
+/// Why a release record operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    /// The downstream API refused or was unreachable.
+    #[error("release {namespace}/{name}: {source}")]
+    Api {
+        /// Release namespace.
+        namespace: String,
+        /// Release name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// A stored record could not be encoded.
+    #[error("release {namespace}/{name}: encoding: {msg}")]
+    Encode {
+        /// Release namespace.
+        namespace: String,
+        /// Release name.
+        name: String,
+        /// What went wrong.
+        msg: String,
+    },
+}
+
+/// base64(gzip(json)), as Helm's Secrets driver encodes a release.
+pub fn encode(release: &Value) -> std::io::Result<String> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(&serde_json::to_vec(release)?)?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(enc.finish()?))
+}
+
+/// The inverse of [`encode`] (Helm also accepts un-gzipped JSON).
+pub fn decode(data: &[u8]) -> Option<Value> {
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .ok()?;
+    let json = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .ok()?;
+        out
+    } else {
+        raw
+    };
+    serde_json::from_slice(&json).ok()
+}
+
+/// The objects of a release manifest (a YAML stream).
+pub fn manifest_objects(manifest: &str) -> Vec<Value> {
+    serde_saphyr::from_multiple::<Value>(manifest)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(Value::is_object)
+        .collect()
+}
+
+/// A release manifest from objects: one `---` document per object, as Helm stores manifests.
+pub fn manifest_of(objs: &[Value]) -> String {
+    let mut out = String::new();
+    for o in objs {
+        let opts = serde_saphyr::ser_options! { folded_wrap_chars: usize::MAX };
+        if let Ok(y) = serde_saphyr::to_string_with_options(o, opts) {
+            out.push_str("---\n");
+            out.push_str(&y);
+            if !y.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The release records of one release, oldest first.
+pub async fn history(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Vec<Record>, ReleaseError> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let lp = ListParams::default().labels(&format!("owner=helm,name={name}"));
+    let list = api.list(&lp).await.map_err(|source| ReleaseError::Api {
+        namespace: namespace.into(),
+        name: name.into(),
+        source,
+    })?;
+    let mut out: Vec<Record> = list
+        .items
+        .into_iter()
+        .filter(|s| s.type_.as_deref() == Some(SECRET_TYPE))
+        .filter_map(|s| {
+            let data = s.data.as_ref()?.get("release")?;
+            let release = decode(&data.0)?;
+            let version = release.get("version").and_then(Value::as_i64)?;
+            Some(Record {
+                secret_name: s.metadata.name.clone()?,
+                version,
+                release,
+            })
+        })
+        .collect();
+    out.sort_by_key(|r| r.version);
+    Ok(out)
+}
+
+/// What a new release record holds besides its manifest.
+pub struct NewRelease<'a> {
+    /// Release name.
+    pub name: &'a str,
+    /// Release namespace.
+    pub namespace: &'a str,
+    /// Chart name and version shown by `helm list`.
+    pub chart_name: &'a str,
+    /// Chart version.
+    pub chart_version: &'a str,
+    /// Helm values the release was rendered with (`helm get values`).
+    pub config: Value,
+    /// The BundleDeployment that owns the release.
+    pub bundle_deployment: &'a str,
+    /// The agent's system namespace.
+    pub agent_namespace: &'a str,
+    /// The upstream namespace of the BundleDeployment (the agent's deployment namespace).
+    pub deployment_namespace: &'a str,
+    /// `keepResources`: an uninstall (also by garbage collection) leaves the objects.
+    pub keep_resources: bool,
+    /// `helm.maxHistory` (0 = Helm's default for Fleet, 2).
+    pub max_history: i64,
+}
+
+fn secret_name(name: &str, version: i64) -> String {
+    format!("sh.helm.release.v1.{name}.v{version}")
+}
+
+/// Stores a new deployed release after `previous` (marking earlier deployed records superseded
+/// and pruning beyond `maxHistory`, as Helm's upgrade does). Returns the new version.
+pub async fn store(
+    client: &kube::Client,
+    new: &NewRelease<'_>,
+    manifest: String,
+    previous: &[Record],
+) -> Result<i64, ReleaseError> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), new.namespace);
+    let api_err = |source| ReleaseError::Api {
+        namespace: new.namespace.into(),
+        name: new.name.into(),
+        source,
+    };
+    let version = previous.iter().map(|r| r.version).max().unwrap_or(0) + 1;
+    let now = jiff::Timestamp::now().to_string();
+    let first = previous
+        .first()
+        .and_then(|r| r.release.pointer("/info/first_deployed").cloned())
+        .unwrap_or_else(|| Value::String(now.clone()));
+    let description = if previous.is_empty() {
+        "Install complete"
+    } else {
+        "Upgrade complete"
+    };
+    let release = json!({
+        "name": new.name,
+        "info": {
+            "first_deployed": first,
+            "last_deployed": now,
+            "deleted": "",
+            "description": description,
+            "status": "deployed",
+        },
+        "chart": {
+            "metadata": {
+                "name": new.chart_name,
+                "version": new.chart_version,
+                "apiVersion": "v2",
+                "annotations": {
+                    "fleet.cattle.io/bundle-id": new.bundle_deployment,
+                    "fleet.cattle.io/agent-namespace": new.agent_namespace,
+                    "fleet.cattle.io/keep-resources": new.keep_resources.to_string(),
+                },
+            },
+            "lock": null,
+            "templates": [],
+            "values": null,
+            "schema": null,
+            "files": [],
+        },
+        "config": new.config,
+        "manifest": manifest,
+        "version": version,
+        "namespace": new.namespace,
+    });
+    api.create(
+        &PostParams::default(),
+        &record_secret(new, version, "deployed", &release)?,
+    )
+    .await
+    .map_err(api_err)?;
+    // Earlier deployed records become superseded, as after a Helm upgrade.
+    for r in previous.iter().filter(|r| r.status() == "deployed") {
+        let mut rel = r.release.clone();
+        if let Some(info) = rel.get_mut("info").and_then(Value::as_object_mut) {
+            info.insert("status".into(), json!("superseded"));
+        }
+        let s = record_secret(new, r.version, "superseded", &rel)?;
+        api.replace(&r.secret_name, &PostParams::default(), &s)
+            .await
+            .map_err(api_err)?;
+    }
+    // Keep at most maxHistory records (Helm's default for Fleet is 2).
+    let max = if new.max_history > 0 {
+        new.max_history
+    } else {
+        2
+    };
+    let total = previous.len() as i64 + 1;
+    for r in previous.iter().take((total - max).max(0) as usize) {
+        delete_secret(&api, &r.secret_name).await.map_err(api_err)?;
+    }
+    Ok(version)
+}
+
+fn record_secret(
+    new: &NewRelease<'_>,
+    version: i64,
+    status: &str,
+    release: &Value,
+) -> Result<Secret, ReleaseError> {
+    let data = encode(release).map_err(|e| ReleaseError::Encode {
+        namespace: new.namespace.into(),
+        name: new.name.into(),
+        msg: e.to_string(),
+    })?;
+    let labels: BTreeMap<String, String> = [
+        ("name", new.name),
+        ("owner", "helm"),
+        ("status", status),
+        ("version", &version.to_string()),
+        (BUNDLE_DEPLOYMENT_LABEL, new.bundle_deployment),
+        (AGENT_NAMESPACE_LABEL, new.agent_namespace),
+        (
+            fleet_api::keys::CLUSTER_NAMESPACE_LABEL,
+            new.deployment_namespace,
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    Ok(Secret {
+        metadata: ObjectMeta {
+            name: Some(secret_name(new.name, version)),
+            namespace: Some(new.namespace.into()),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        type_: Some(SECRET_TYPE.into()),
+        data: Some(BTreeMap::from([(
+            "release".to_string(),
+            ByteString(data.into_bytes()),
+        )])),
+        ..Default::default()
+    })
+}
+
+async fn delete_secret(api: &Api<Secret>, name: &str) -> Result<(), kube::Error> {
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes every record of a release (uninstall; with keepResources the objects stay).
+pub async fn delete_all(
+    client: &kube::Client,
+    namespace: &str,
+    records: &[Record],
+) -> Result<(), kube::Error> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    for r in records {
+        delete_secret(&api, &r.secret_name).await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_round_trip_and_helm_layout() {
+        let rel = json!({"name": "r", "version": 3, "manifest": "---\na: 1\n"});
+        let enc = encode(&rel).unwrap();
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(&enc)
+            .unwrap();
+        assert_eq!(
+            &raw[..2],
+            &[0x1f, 0x8b],
+            "gzip inside base64, as Helm writes"
+        );
+        assert_eq!(decode(enc.as_bytes()).unwrap(), rel);
+        assert_eq!(secret_name("app", 2), "sh.helm.release.v1.app.v2");
+    }
+
+    #[test]
+    fn manifest_round_trip_keeps_objects() {
+        let objs = vec![
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}, "data": {"k": "v: x"}}),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}),
+        ];
+        let m = manifest_of(&objs);
+        assert!(m.starts_with("---\n"));
+        assert_eq!(manifest_objects(&m), objs);
+    }
+}

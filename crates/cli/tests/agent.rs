@@ -1,0 +1,881 @@
+//! `fleet agent` end to end: a manager `fleet server`, a downstream `fleet server`, the agent
+//! between them with a least-privilege ServiceAccount credential, kubectl on both sides and real
+//! helm downstream. The manager's controllers do not exist yet, so the tests publish what they
+//! would write: the Bundle from `fleet apply -o -`, its BundleDeployment from `fleet target`,
+//! and the Content holding the Bundle's resources.
+
+use std::path::Path;
+use std::time::Duration;
+
+use fleet_testkit::agent_env::{
+    self, AgentEnv, CLUSTER, CLUSTER_NAMESPACE, WORKSPACE, json_contains,
+};
+use fleet_testkit::{eventually, fleet_bin};
+use serde_json::Value;
+
+fn write(dir: &Path, files: &[(&str, &str)]) {
+    for (p, c) in files {
+        let f = dir.join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, c).unwrap();
+    }
+}
+
+fn remove(dir: &Path, p: &str) {
+    std::fs::remove_file(dir.join(p)).unwrap();
+}
+
+/// Waits until the BD's status has applied `id` and satisfies `pred`.
+fn wait_status(
+    env: &AgentEnv,
+    name: &str,
+    what: &str,
+    timeout: Duration,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
+    eventually(what, timeout, || {
+        let st = env.bd_status(name);
+        if pred(&st) {
+            Ok(st)
+        } else {
+            Err(st.to_string())
+        }
+    })
+}
+
+fn ready_for(st: &Value, id: &str) -> bool {
+    st["appliedDeploymentID"] == id && st["ready"] == true && st["nonModified"] == true
+}
+
+fn cond<'a>(st: &'a Value, t: &str) -> &'a Value {
+    st["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == t))
+        .unwrap_or(&Value::Null)
+}
+
+fn rv(env: &AgentEnv, args: &[&str]) -> String {
+    env.down
+        .get_json(args)
+        .map(|v| {
+            v["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn raw_yaml_bundle_deploys_updates_drifts_restarts_and_uninstalls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
+        return;
+    };
+    let mut agent = env.start_agent(&["--checkin-interval", "1s"]);
+
+    let src = tmp.path().join("src");
+    write(
+        &src,
+        &[
+            ("fleet.yaml", "defaultNamespace: app\n"),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: blue\n",
+            ),
+            (
+                "gone.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dropped-later\ndata:\n  x: \"1\"\n",
+            ),
+            (
+                "svc.yaml",
+                "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector:\n    app: web\n  ports:\n  - port: 80\n    targetPort: 8080\n",
+            ),
+        ],
+    );
+    let bundle = env.bundle(&src, "raw");
+    let (bd, content) = env.deployment_of(&bundle);
+    let id1 = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+
+    // Deployed and Ready, objects as `fleet test` renders them for this cluster.
+    let st = wait_status(
+        &env,
+        "raw",
+        "raw to be Ready",
+        Duration::from_secs(60),
+        |s| ready_for(s, &id1),
+    );
+    assert_eq!(st["release"], "app/raw:1");
+    assert_eq!(cond(&st, "Deployed")["status"], "True");
+    assert_eq!(cond(&st, "Ready")["status"], "True");
+    assert_eq!(st["resourceCounts"]["desiredReady"], 3);
+    assert_eq!(st["resourceCounts"]["ready"], 3);
+    assert_eq!(st["resources"].as_array().map(Vec::len), Some(3));
+    let bundle_file = tmp.path().join("bundle-raw.yaml");
+    let expected = agent_env::fleet(
+        fleet_bin!(),
+        tmp.path(),
+        &[
+            "test",
+            "-b",
+            &bundle_file.to_string_lossy(),
+            "-N",
+            CLUSTER,
+            "-l",
+            "env=test",
+            "-g",
+            "default",
+        ],
+    );
+    let expected: Vec<Value> = serde_saphyr::from_multiple(&expected).unwrap();
+    assert_eq!(expected.len(), 3);
+    for e in &expected {
+        let kind = e["kind"].as_str().unwrap();
+        let name = e["metadata"]["name"].as_str().unwrap();
+        let live = env
+            .down
+            .get_json(&[kind, name, "-n", "app"])
+            .unwrap_or_else(|| panic!("{kind} {name} downstream"));
+        json_contains(&live, e).unwrap_or_else(|m| panic!("{kind} {name}: {m}"));
+        assert_eq!(
+            live["metadata"]["annotations"]["meta.helm.sh/release-name"],
+            "raw"
+        );
+    }
+
+    // Real helm sees the release.
+    if let Some(list) = env.helm(&["list", "-A", "-o", "json"]) {
+        let list: Value = serde_json::from_str(&list).unwrap();
+        let rel = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "raw")
+            .expect("helm list shows raw");
+        assert_eq!(rel["namespace"], "app");
+        assert_eq!(rel["status"], "deployed");
+        assert_eq!(rel["revision"], "1");
+        let manifest = env.helm(&["get", "manifest", "raw", "-n", "app"]).unwrap();
+        assert!(
+            manifest.contains("name: settings") && manifest.contains("name: web"),
+            "{manifest}"
+        );
+    }
+
+    // Heartbeat on the Cluster.
+    eventually("the agent to check in", Duration::from_secs(30), || {
+        let c = env
+            .up
+            .get_json(&["cluster", CLUSTER, "-n", WORKSPACE])
+            .unwrap_or_default();
+        if c["status"]["agent"]["lastSeen"].is_string()
+            && c["status"]["agent"]["namespace"] == "cattle-fleet-system"
+        {
+            Ok(())
+        } else {
+            Err(c["status"].to_string())
+        }
+    });
+
+    // A new deploymentID: changed data, one object dropped from the bundle.
+    write(
+        &src,
+        &[(
+            "cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: green\n",
+        )],
+    );
+    remove(&src, "gone.yaml");
+    let bundle = env.bundle(&src, "raw");
+    let (bd, content) = env.deployment_of(&bundle);
+    let id2 = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    assert_ne!(id1, id2);
+    env.publish(&bd, &content);
+    let st = wait_status(
+        &env,
+        "raw",
+        "raw to be Ready at the new deploymentID",
+        Duration::from_secs(60),
+        |s| ready_for(s, &id2),
+    );
+    assert_eq!(st["release"], "app/raw:2");
+    let cm = env
+        .down
+        .get_json(&["configmap", "settings", "-n", "app"])
+        .unwrap();
+    assert_eq!(cm["data"]["mode"], "green");
+    assert!(
+        env.down
+            .get_json(&["configmap", "dropped-later", "-n", "app"])
+            .is_none(),
+        "pruned"
+    );
+    if let Some(h) = env.helm(&["history", "raw", "-n", "app", "-o", "json"]) {
+        let h: Value = serde_json::from_str(&h).unwrap();
+        let statuses: Vec<&str> = h
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["status"].as_str().unwrap())
+            .collect();
+        assert_eq!(statuses, vec!["superseded", "deployed"]);
+    }
+
+    // Drift: an edit downstream shows as Modified, naming the object.
+    env.down.ok(&[
+        "patch",
+        "configmap",
+        "settings",
+        "-n",
+        "app",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"mode":"red"}}"#,
+    ]);
+    let st = wait_status(
+        &env,
+        "raw",
+        "Modified naming the ConfigMap",
+        Duration::from_secs(10),
+        |s| {
+            s["nonModified"] != true
+                && s["modifiedStatus"].as_array().is_some_and(|m| {
+                    m.iter().any(|m| {
+                        m["name"] == "settings"
+                            && m["patch"].as_str().is_some_and(|p| p.contains("green"))
+                    })
+                })
+        },
+    );
+    assert_eq!(cond(&st, "Ready")["status"], "False");
+    assert!(
+        cond(&st, "Ready")["message"]
+            .as_str()
+            .unwrap()
+            .contains("settings"),
+        "{st}"
+    );
+
+    // correctDrift restores it, and a Service port change too (upstream #2834).
+    env.up.ok(&[
+        "patch",
+        "bundledeployment",
+        "raw",
+        "-n",
+        CLUSTER_NAMESPACE,
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"correctDrift":{"enabled":true}}}"#,
+    ]);
+    eventually(
+        "correctDrift to restore the ConfigMap",
+        Duration::from_secs(10),
+        || {
+            let cm = env
+                .down
+                .get_json(&["configmap", "settings", "-n", "app"])
+                .unwrap();
+            if cm["data"]["mode"] == "green" {
+                Ok(())
+            } else {
+                Err(cm["data"].to_string())
+            }
+        },
+    );
+    env.down.ok(&[
+        "patch",
+        "service",
+        "web",
+        "-n",
+        "app",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/ports/0/port","value":81}]"#,
+    ]);
+    eventually(
+        "correctDrift to restore the Service port",
+        Duration::from_secs(10),
+        || {
+            let s = env.down.get_json(&["service", "web", "-n", "app"]).unwrap();
+            if s["spec"]["ports"][0]["port"] == 80 {
+                Ok(())
+            } else {
+                Err(s["spec"].to_string())
+            }
+        },
+    );
+    wait_status(
+        &env,
+        "raw",
+        "Ready again after correction",
+        Duration::from_secs(10),
+        |s| ready_for(s, &id2),
+    );
+
+    // Restarted with nothing changed: no downstream write, no status write.
+    agent.kill();
+    let watched: Vec<Vec<&str>> = vec![
+        vec!["configmap", "settings", "-n", "app"],
+        vec!["service", "web", "-n", "app"],
+        vec!["secret", "sh.helm.release.v1.raw.v2", "-n", "app"],
+        vec!["namespace", "app"],
+    ];
+    let before: Vec<String> = watched.iter().map(|a| rv(&env, a)).collect();
+    let bd_rv = env
+        .up
+        .get_json(&["bundledeployment", "raw", "-n", CLUSTER_NAMESPACE])
+        .unwrap()["metadata"]["resourceVersion"]
+        .clone();
+    let mut agent = env.start_agent(&[]);
+    eventually(
+        "the restarted agent to sync",
+        Duration::from_secs(30),
+        || {
+            if agent.stderr_text().contains("synced 1 bundledeployments") {
+                Ok(())
+            } else {
+                Err(agent.stderr_text())
+            }
+        },
+    );
+    let after: Vec<String> = watched.iter().map(|a| rv(&env, a)).collect();
+    assert_eq!(before, after, "no downstream write after a restart");
+    let bd_rv2 = env
+        .up
+        .get_json(&["bundledeployment", "raw", "-n", CLUSTER_NAMESPACE])
+        .unwrap()["metadata"]["resourceVersion"]
+        .clone();
+    assert_eq!(bd_rv, bd_rv2, "no status write after a restart");
+
+    // Deleting the BundleDeployment uninstalls.
+    env.up
+        .ok(&["delete", "bundledeployment", "raw", "-n", CLUSTER_NAMESPACE]);
+    eventually("uninstall", Duration::from_secs(30), || {
+        let left = ["configmap/settings", "service/web"]
+            .iter()
+            .filter(|o| env.down.get_json(&[o, "-n", "app"]).is_some())
+            .count();
+        let records = env
+            .down
+            .get_json(&["secrets", "-n", "app", "-l", "owner=helm"])
+            .unwrap();
+        let n = records["items"].as_array().map_or(0, Vec::len);
+        if left == 0 && n == 0 {
+            Ok(())
+        } else {
+            Err(format!("{left} objects, {n} records left"))
+        }
+    });
+    agent.terminate();
+}
+
+#[test]
+fn depends_on_broken_template_take_ownership_and_keep_resources() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
+        return;
+    };
+    // Without its credential the agent waits for it, saying why.
+    env.down.ok(&[
+        "delete",
+        "secret",
+        "fleet-agent",
+        "-n",
+        agent_env::SYSTEM_NAMESPACE,
+    ]);
+    let agent = env.start_agent(&[]);
+    eventually(
+        "the agent to wait for its credential",
+        Duration::from_secs(30),
+        || {
+            let e = agent.stderr_text();
+            if e.contains("waiting for the agent credential") && e.contains("not found") {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        },
+    );
+    env.write_agent_secret(&std::fs::read_to_string(&env.agent_kubeconfig).unwrap());
+
+    // The dependent is published first and waits.
+    let app = tmp.path().join("app");
+    write(
+        &app,
+        &[
+            (
+                "fleet.yaml",
+                "defaultNamespace: app\ndependsOn:\n- name: base\n",
+            ),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  a: b\n",
+            ),
+        ],
+    );
+    let (app_bd, app_content) = env.deployment_of(&env.bundle(&app, "app"));
+    env.publish(&app_bd, &app_content);
+    let st = wait_status(
+        &env,
+        "app",
+        "app to wait for base",
+        Duration::from_secs(30),
+        |s| cond(s, "Deployed")["status"] == "False",
+    );
+    assert!(
+        cond(&st, "Deployed")["message"]
+            .as_str()
+            .unwrap()
+            .contains("dependent bundle(s) are not ready"),
+        "{st}"
+    );
+    assert!(
+        env.down
+            .get_json(&["configmap", "app-config", "-n", "app"])
+            .is_none()
+    );
+
+    let base = tmp.path().join("base");
+    write(
+        &base,
+        &[
+            (
+                "fleet.yaml",
+                "defaultNamespace: base\nkeepResources: true\n",
+            ),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: base-config\ndata:\n  a: b\n",
+            ),
+        ],
+    );
+    let (base_bd, base_content) = env.deployment_of(&env.bundle(&base, "base"));
+    env.publish(&base_bd, &base_content);
+    let base_id = base_bd["spec"]["deploymentID"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let app_id = app_bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    wait_status(&env, "base", "base Ready", Duration::from_secs(30), |s| {
+        ready_for(s, &base_id)
+    });
+    wait_status(
+        &env,
+        "app",
+        "app deployed once base is Ready",
+        Duration::from_secs(30),
+        |s| ready_for(s, &app_id),
+    );
+    assert!(
+        env.down
+            .get_json(&["configmap", "app-config", "-n", "app"])
+            .is_some()
+    );
+
+    // A broken template: the status names the file; the others stay Ready.
+    let broken = tmp.path().join("broken");
+    write(
+        &broken,
+        &[
+            ("fleet.yaml", "defaultNamespace: broken\n"),
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: broken\nversion: 0.1.0\n",
+            ),
+            (
+                "templates/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: {{ .Values.missing.deeper }}\n",
+            ),
+        ],
+    );
+    let (broken_bd, broken_content) = env.deployment_of(&env.bundle(&broken, "broken"));
+    env.publish(&broken_bd, &broken_content);
+    let st = wait_status(
+        &env,
+        "broken",
+        "broken to report its error",
+        Duration::from_secs(30),
+        |s| cond(s, "Deployed")["status"] == "False",
+    );
+    let msg = cond(&st, "Deployed")["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("templates/cm.yaml"), "{msg}");
+    assert!(ready_for(&env.bd_status("app"), &app_id));
+
+    // An object that belongs to no release is not taken over unless takeOwnership.
+    env.down.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: own\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: preexisting\n  namespace: own\ndata:\n  a: old\n");
+    let own = tmp.path().join("own");
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: preexisting\ndata:\n  a: new\n";
+    write(
+        &own,
+        &[("fleet.yaml", "defaultNamespace: own\n"), ("cm.yaml", cm)],
+    );
+    let (own_bd, own_content) = env.deployment_of(&env.bundle(&own, "own"));
+    env.publish(&own_bd, &own_content);
+    let st = wait_status(
+        &env,
+        "own",
+        "own to refuse the foreign object",
+        Duration::from_secs(30),
+        |s| cond(s, "Deployed")["status"] == "False",
+    );
+    assert!(
+        cond(&st, "Deployed")["message"]
+            .as_str()
+            .unwrap()
+            .contains("exists and cannot be imported"),
+        "{st}"
+    );
+    assert_eq!(
+        env.down
+            .get_json(&["configmap", "preexisting", "-n", "own"])
+            .unwrap()["data"]["a"],
+        "old"
+    );
+    write(
+        &own,
+        &[(
+            "fleet.yaml",
+            "defaultNamespace: own\nhelm:\n  takeOwnership: true\n",
+        )],
+    );
+    let (own_bd, own_content) = env.deployment_of(&env.bundle(&own, "own"));
+    let own_id = own_bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&own_bd, &own_content);
+    wait_status(
+        &env,
+        "own",
+        "own to take the object over",
+        Duration::from_secs(30),
+        |s| ready_for(s, &own_id),
+    );
+    assert_eq!(
+        env.down
+            .get_json(&["configmap", "preexisting", "-n", "own"])
+            .unwrap()["data"]["a"],
+        "new"
+    );
+
+    // keepResources: deleting the BD drops the release records, the objects stay.
+    env.up.ok(&[
+        "delete",
+        "bundledeployment",
+        "base",
+        "-n",
+        CLUSTER_NAMESPACE,
+    ]);
+    eventually(
+        "base's release records to go",
+        Duration::from_secs(30),
+        || {
+            let r = env
+                .down
+                .get_json(&["secrets", "-n", "base", "-l", "owner=helm"])
+                .unwrap();
+            let n = r["items"].as_array().map_or(0, Vec::len);
+            if n == 0 {
+                Ok(())
+            } else {
+                Err(format!("{n} records"))
+            }
+        },
+    );
+    assert!(
+        env.down
+            .get_json(&["configmap", "base-config", "-n", "base"])
+            .is_some(),
+        "kept"
+    );
+    drop(agent);
+}
+
+#[test]
+fn manager_offline_keeps_everything_then_resumes_and_collects_garbage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(mut env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
+        return;
+    };
+    let mut agent = env.start_agent(&["--checkin-interval", "2s"]);
+    let src = tmp.path().join("web");
+    write(
+        &src,
+        &[
+            ("fleet.yaml", "defaultNamespace: web\n"),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  v: \"1\"\n",
+            ),
+        ],
+    );
+    let (bd, content) = env.deployment_of(&env.bundle(&src, "web"));
+    let id1 = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    let other = tmp.path().join("other");
+    write(
+        &other,
+        &[
+            ("fleet.yaml", "defaultNamespace: other\n"),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\ndata:\n  v: \"1\"\n",
+            ),
+        ],
+    );
+    let (obd, ocontent) = env.deployment_of(&env.bundle(&other, "other"));
+    let oid = obd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&obd, &ocontent);
+    wait_status(&env, "web", "web Ready", Duration::from_secs(30), |s| {
+        ready_for(s, &id1)
+    });
+    wait_status(&env, "other", "other Ready", Duration::from_secs(30), |s| {
+        ready_for(s, &oid)
+    });
+
+    // The manager goes away: nothing downstream changes or is deleted; retries are logged at a
+    // capped rate.
+    let watched: Vec<Vec<&str>> = vec![
+        vec!["configmap", "web", "-n", "web"],
+        vec!["configmap", "other", "-n", "other"],
+        vec!["secret", "sh.helm.release.v1.web.v1", "-n", "web"],
+        vec!["secret", "sh.helm.release.v1.other.v1", "-n", "other"],
+    ];
+    let before: Vec<String> = watched.iter().map(|a| rv(&env, a)).collect();
+    assert!(before.iter().all(|v| !v.is_empty()), "{before:?}");
+    let port = env.manager.port();
+    env.manager.process.kill();
+    let lines_before = agent.stderr.lock().unwrap().len();
+    eventually(
+        "the agent to notice the manager is gone",
+        Duration::from_secs(30),
+        || {
+            let e = agent.stderr.lock().unwrap()[lines_before..].join("\n");
+            if e.contains("WARN") { Ok(()) } else { Err(e) }
+        },
+    );
+    // The outage itself (not a wait for a condition): 20 s without a manager.
+    std::thread::sleep(Duration::from_secs(20));
+    let warns = agent.stderr.lock().unwrap()[lines_before..]
+        .iter()
+        .filter(|l| l.contains("WARN"))
+        .count();
+    assert!(
+        warns <= 6,
+        "retries must be logged at a capped rate, got {warns} warnings"
+    );
+    let after: Vec<String> = watched.iter().map(|a| rv(&env, a)).collect();
+    assert_eq!(
+        before, after,
+        "nothing downstream changed while the manager was away"
+    );
+
+    // Back: a change made meanwhile is applied.
+    env.manager = fleet_testkit::FleetServer::start_on(
+        fleet_bin!(),
+        &tmp.path().join("manager"),
+        &format!("127.0.0.1:{port}"),
+        &["--no-controllers"],
+    );
+    write(
+        &src,
+        &[(
+            "cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  v: \"2\"\n",
+        )],
+    );
+    let (bd, content) = env.deployment_of(&env.bundle(&src, "web"));
+    let id2 = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    wait_status(
+        &env,
+        "web",
+        "web Ready at the new deploymentID after reconnect",
+        Duration::from_secs(60),
+        |s| ready_for(s, &id2),
+    );
+    assert_eq!(
+        env.down
+            .get_json(&["configmap", "web", "-n", "web"])
+            .unwrap()["data"]["v"],
+        "2"
+    );
+    assert_eq!(
+        rv(&env, &watched[1]),
+        before[1],
+        "the unchanged bundle was skipped"
+    );
+
+    // A BundleDeployment deleted while the agent was away is uninstalled after its next list.
+    agent.kill();
+    env.up.ok(&[
+        "delete",
+        "bundledeployment",
+        "other",
+        "-n",
+        CLUSTER_NAMESPACE,
+    ]);
+    let agent = env.start_agent(&[]);
+    eventually(
+        "the orphaned release to be collected",
+        Duration::from_secs(30),
+        || {
+            let gone = env
+                .down
+                .get_json(&["configmap", "other", "-n", "other"])
+                .is_none();
+            let records = env
+                .down
+                .get_json(&["secrets", "-n", "other", "-l", "owner=helm"])
+                .unwrap();
+            let n = records["items"].as_array().map_or(0, Vec::len);
+            if gone && n == 0 {
+                Ok(())
+            } else {
+                Err(format!("configmap gone: {gone}, {n} records"))
+            }
+        },
+    );
+    assert!(
+        env.down
+            .get_json(&["configmap", "web", "-n", "web"])
+            .is_some()
+    );
+    drop(agent);
+}
+
+#[test]
+fn helm_chart_with_cluster_values_and_kustomize_go_ready_on_a_simulated_kubelet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &["--simulate-workloads"]) else {
+        return;
+    };
+    let _agent = env.start_agent(&[]);
+    let src = tmp.path().join("chart");
+    write(
+        &src,
+        &[
+            (
+                "fleet.yaml",
+                "defaultNamespace: shop\nnamespaceLabels:\n  team: payments\nhelm:\n  releaseName: shop\n  values:\n    replicas: 2\n    envName: ${ .ClusterLabels.env }\n",
+            ),
+            ("Chart.yaml", "apiVersion: v2\nname: shop\nversion: 1.2.3\n"),
+            ("values.yaml", "replicas: 1\n"),
+            (
+                "templates/deploy.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\n  annotations:\n    env: {{ .Values.envName | quote }}\nspec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx\n",
+            ),
+        ],
+    );
+    let (bd, content) = env.deployment_of(&env.bundle(&src, "chart"));
+    let id = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    let st = wait_status(
+        &env,
+        "chart",
+        "the Deployment to be Ready",
+        Duration::from_secs(60),
+        |s| ready_for(s, &id),
+    );
+    assert_eq!(st["release"], "shop/shop:1");
+    assert_eq!(st["resourceCounts"]["ready"], 1);
+    let d = env
+        .down
+        .get_json(&["deployment", "shop-web", "-n", "shop"])
+        .unwrap();
+    assert_eq!(d["spec"]["replicas"], 2);
+    assert_eq!(
+        d["metadata"]["annotations"]["env"], "test",
+        "per-cluster ${{ }} value"
+    );
+    let ns = env.down.get_json(&["namespace", "shop"]).unwrap();
+    assert_eq!(ns["metadata"]["labels"]["team"], "payments");
+    if let Some(list) = env.helm(&["list", "-n", "shop", "-o", "json"]) {
+        let list: Value = serde_json::from_str(&list).unwrap();
+        assert_eq!(list[0]["chart"], "shop-1.2.3", "{list}");
+    }
+
+    // A kustomize bundle.
+    let kdir = tmp.path().join("kust");
+    write(
+        &kdir,
+        &[
+            ("fleet.yaml", "defaultNamespace: kust\n"),
+            (
+                "kustomization.yaml",
+                "resources:\n- cm.yaml\nnamePrefix: k-\ncommonLabels:\n  tier: config\n",
+            ),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  a: b\n",
+            ),
+        ],
+    );
+    let (kbd, kcontent) = env.deployment_of(&env.bundle(&kdir, "kust"));
+    let kid = kbd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&kbd, &kcontent);
+    wait_status(
+        &env,
+        "kust",
+        "the kustomize bundle Ready",
+        Duration::from_secs(30),
+        |s| ready_for(s, &kid),
+    );
+    let cm = env
+        .down
+        .get_json(&["configmap", "k-settings", "-n", "kust"])
+        .unwrap();
+    assert_eq!(cm["metadata"]["labels"]["tier"], "config");
+}
+
+/// Figure for the README, run by hand:
+/// `cargo test -p fleet-cli --test agent idle_rss -- --ignored --nocapture`.
+#[test]
+#[ignore = "measurement, prints figures"]
+fn idle_rss_with_50_bundledeployments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
+        return;
+    };
+    let agent = env.start_agent(&[]);
+    let mut ids = Vec::new();
+    for i in 0..50 {
+        let src = tmp.path().join(format!("b{i}"));
+        write(
+            &src,
+            &[
+                ("fleet.yaml", &format!("defaultNamespace: ns{i}\n")),
+                (
+                    "cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n",
+                ),
+                (
+                    "svc.yaml",
+                    "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  ports:\n  - port: 80\n",
+                ),
+            ],
+        );
+        let (bd, content) = env.deployment_of(&env.bundle(&src, &format!("b{i}")));
+        ids.push(bd["spec"]["deploymentID"].as_str().unwrap().to_string());
+        env.publish(&bd, &content);
+    }
+    for (i, id) in ids.iter().enumerate() {
+        wait_status(
+            &env,
+            &format!("b{i}"),
+            "Ready",
+            Duration::from_secs(120),
+            |s| ready_for(s, id),
+        );
+    }
+    let status = std::fs::read_to_string(format!("/proc/{}/status", agent.child.id())).unwrap();
+    let rss = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS"))
+        .unwrap_or("VmRSS: ?");
+    println!("agent idle with 50 BundleDeployments (100 objects): {rss}");
+}
