@@ -22,13 +22,19 @@ pub const ANONYMOUS_USER: &str = "system:anonymous";
 pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
 
 /// The authenticated caller, put into every request's extensions for authorization and audit.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct UserInfo {
     /// The user name (client certificate CN, or the token's user).
     pub name: String,
     /// The groups (client certificate O values, or the token's groups), always including
     /// `system:authenticated` for authenticated users.
     pub groups: Vec<String>,
+    /// A unique id of the user when the authenticator knows one (a service account's uid, an
+    /// impersonated `Impersonate-Uid`); empty otherwise.
+    pub uid: String,
+    /// Further attributes by key (`Impersonate-Extra-<key>` headers), as kube's `user.Info`
+    /// carries them to authorizers, admission and SelfSubjectReview.
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl UserInfo {
@@ -41,6 +47,7 @@ impl UserInfo {
         UserInfo {
             name: name.into(),
             groups,
+            ..UserInfo::default()
         }
     }
 
@@ -49,6 +56,7 @@ impl UserInfo {
         UserInfo {
             name: ANONYMOUS_USER.into(),
             groups: vec![UNAUTHENTICATED_GROUP.into()],
+            ..UserInfo::default()
         }
     }
 
@@ -218,10 +226,19 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Paths anyone may read without credentials: health and version, as kube-apiserver allows them
-/// to `system:unauthenticated`.
+/// Paths where a request without credentials goes on as `system:anonymous` (and RBAC decides)
+/// instead of getting 401: health and version, which the default policy allows to
+/// `system:unauthenticated`, and service-account issuer discovery, which it does not until an
+/// administrator binds `system:service-account-issuer-discovery` to that group.
 pub fn is_public_path(path: &str) -> bool {
-    const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/livez", "/version"];
+    const PUBLIC: [&str; 6] = [
+        "/healthz",
+        "/readyz",
+        "/livez",
+        "/version",
+        "/.well-known/openid-configuration",
+        "/openid/v1/jwks",
+    ];
     PUBLIC.iter().any(|p| {
         path == *p
             || path

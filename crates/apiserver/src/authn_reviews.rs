@@ -42,8 +42,17 @@ pub fn handles(rp: &ResourcePath) -> bool {
     rp.group == GROUP
 }
 
+/// `authentication.k8s.io/v1` `UserInfo`: `uid` and `extra` only when set (Go's `omitempty`).
 fn user_json(u: &UserInfo) -> Value {
-    json!({"username": u.name, "groups": u.groups})
+    let mut v = json!({"username": u.name});
+    if !u.uid.is_empty() {
+        v["uid"] = json!(u.uid);
+    }
+    v["groups"] = json!(u.groups);
+    if !u.extra.is_empty() {
+        v["extra"] = json!(u.extra);
+    }
+    v
 }
 
 /// Serves a request for `/apis/authentication.k8s.io/v1/...`.

@@ -148,5 +148,14 @@ pub fn impersonate(
     {
         groups.push(AUTHENTICATED_GROUP.into());
     }
-    Ok(Some(UserInfo { name: user, groups }))
+    let mut extra: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (k, v) in extras {
+        extra.entry(k).or_default().push(v);
+    }
+    Ok(Some(UserInfo {
+        name: user,
+        groups,
+        uid: uid.unwrap_or_default(),
+        extra,
+    }))
 }

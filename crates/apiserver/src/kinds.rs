@@ -123,7 +123,12 @@ fn check_crd(obj: &Value) -> ApiResult<()> {
 }
 
 /// Rewrites applied on update (after immutable metadata has been restored).
-pub fn prepare_update(info: &ResourceInfo, _old: &Value, new: &mut Value) -> ApiResult<()> {
+pub fn prepare_update(info: &ResourceInfo, old: &Value, new: &mut Value) -> ApiResult<()> {
+    if is(info, "rbac.authorization.k8s.io", "RoleBinding")
+        || is(info, "rbac.authorization.k8s.io", "ClusterRoleBinding")
+    {
+        check_role_ref_unchanged(info, old, new)?;
+    }
     if is(info, "", "Namespace") {
         let name = new
             .pointer("/metadata/name")
@@ -138,6 +143,39 @@ pub fn prepare_update(info: &ResourceInfo, _old: &Value, new: &mut Value) -> Api
         crate::crd::set_status(new);
     }
     Ok(())
+}
+
+/// A binding's `roleRef` is immutable (kube-apiserver: a binding is deleted and recreated to
+/// point at another role, so that whoever may bind the new role is checked afresh). 422 with
+/// kube-apiserver's wording, which prints the Go value of the new roleRef.
+fn check_role_ref_unchanged(info: &ResourceInfo, old: &Value, new: &Value) -> ApiResult<()> {
+    let part = |v: &Value, f: &str| {
+        v.get("roleRef")
+            .and_then(|r| r.get(f))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let of = |v: &Value| [part(v, "apiGroup"), part(v, "kind"), part(v, "name")];
+    let [group, kind, name] = of(new);
+    if of(old) == [group.clone(), kind.clone(), name.clone()] {
+        return Ok(());
+    }
+    let binding = new
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    Err(ApiError::invalid(
+        &info.group,
+        &info.kind,
+        binding,
+        vec![Cause::invalid(
+            "roleRef",
+            format!(
+                "Invalid value: rbac.RoleRef{{APIGroup:{group:?}, Kind:{kind:?}, Name:{name:?}}}: cannot change roleRef"
+            ),
+        )],
+    ))
 }
 
 /// Kind-specific validation beyond metadata and CRD schemas.

@@ -212,7 +212,22 @@ pub async fn handle(
                     "at least one of user or group must be specified",
                 ));
             }
-            access_status(srv, &UserInfo { name, groups }, &attrs)
+            let extra = spec
+                .get("extra")
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), string_list(Some(v))))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let user = UserInfo {
+                name,
+                groups,
+                uid: str_at(&spec, "/uid").to_string(),
+                extra,
+            };
+            access_status(srv, &user, &attrs)
         }
         _ => {
             // SelfSubjectRulesReview

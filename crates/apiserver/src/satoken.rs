@@ -261,6 +261,11 @@ pub struct SigningKey {
     encoding: EncodingKey,
     decoding: DecodingKey,
     public_pem: String,
+    /// `kid` of every token and of the JWK: kube-apiserver's key id, the unpadded base64url
+    /// SHA-256 of the public key's PKIX (SubjectPublicKeyInfo) DER.
+    key_id: String,
+    /// The public key as a JWK, for `/openid/v1/jwks`.
+    jwk: Value,
 }
 
 impl std::fmt::Debug for SigningKey {
@@ -326,10 +331,33 @@ impl SigningKey {
         let encoding = EncodingKey::from_ec_pem(pem.as_bytes()).map_err(|e| bad(e.to_string()))?;
         let decoding =
             DecodingKey::from_ec_pem(public_pem.as_bytes()).map_err(|e| bad(e.to_string()))?;
+        use base64::Engine;
+        use rcgen::PublicKeyData;
+        use sha2::Digest;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let key_id = b64.encode(sha2::Sha256::digest(pair.subject_public_key_info()));
+        // The uncompressed point: 0x04, then X and Y (32 bytes each for P-256).
+        let point = pair.public_key_raw();
+        let (x, y) = match point {
+            [4, xy @ ..] if xy.len() == 64 => xy.split_at(32),
+            _ => return Err(bad("not an uncompressed P-256 public key".into())),
+        };
+        // Field order as go-jose writes it (what kube-apiserver serves).
+        let jwk = serde_json::json!({
+            "use": "sig",
+            "kty": "EC",
+            "kid": key_id,
+            "crv": "P-256",
+            "alg": "ES256",
+            "x": b64.encode(x),
+            "y": b64.encode(y),
+        });
         Ok(SigningKey {
             encoding,
             decoding,
             public_pem,
+            key_id,
+            jwk,
         })
     }
 
@@ -338,8 +366,20 @@ impl SigningKey {
         &self.public_pem
     }
 
+    /// The key id tokens carry in their header (`kid`) and the JWK names.
+    pub fn key_id(&self) -> &str {
+        &self.key_id
+    }
+
+    /// The public key as a JSON Web Key (`use`, `kty`, `kid`, `crv`, `alg`, `x`, `y`).
+    pub fn jwk(&self) -> &Value {
+        &self.jwk
+    }
+
     fn sign(&self, claims: &Claims) -> Result<String, TokenError> {
-        jsonwebtoken::encode(&Header::new(Algorithm::ES256), claims, &self.encoding)
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some(self.key_id.clone());
+        jsonwebtoken::encode(&header, claims, &self.encoding)
             .map_err(|e| TokenError::Invalid(format!("signing: {e}")))
     }
 

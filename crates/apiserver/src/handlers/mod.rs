@@ -29,6 +29,7 @@ pub fn json_response(code: u16, body: Bytes) -> Response {
 /// Builds the router with every route.
 pub fn router(srv: ApiServer) -> Router {
     crate::discovery::routes()
+        .merge(crate::serviceaccount::issuer_discovery::routes())
         .fallback(dispatch)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(srv)

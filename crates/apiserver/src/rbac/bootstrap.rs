@@ -87,8 +87,9 @@ fn r(verbs: &[&str], group: &str, resources: &[&str]) -> PolicyRule {
 /// The default roles and bindings, as JSON objects ready to create at first start:
 /// `cluster-admin` (bound to `system:masters`), the aggregated `admin`/`edit`/`view` with their
 /// `system:aggregate-to-*` rule sets, `system:discovery` and `system:basic-user` (bound to
-/// `system:authenticated`) and `system:public-info-viewer` (bound to `system:authenticated` and
-/// `system:unauthenticated`).
+/// `system:authenticated`), `system:public-info-viewer` (bound to `system:authenticated` and
+/// `system:unauthenticated`) and `system:service-account-issuer-discovery` (bound to
+/// `system:serviceaccounts`).
 pub fn bootstrap_objects() -> Vec<Value> {
     let discovery_urls = [
         "/api",
@@ -344,9 +345,26 @@ pub fn bootstrap_objects() -> Vec<Value> {
             &[],
             &[PolicyRule::non_resource(&["get"], &public_info_urls)],
         ),
+        cluster_role(
+            "system:service-account-issuer-discovery",
+            &[],
+            &[PolicyRule::non_resource(
+                &["get"],
+                &[
+                    "/.well-known/openid-configuration",
+                    "/.well-known/openid-configuration/",
+                    "/openid/v1/jwks",
+                    "/openid/v1/jwks/",
+                ],
+            )],
+        ),
         group_binding("cluster-admin", &["system:masters"]),
         group_binding("system:discovery", &["system:authenticated"]),
         group_binding("system:basic-user", &["system:authenticated"]),
+        group_binding(
+            "system:service-account-issuer-discovery",
+            &["system:serviceaccounts"],
+        ),
         group_binding(
             "system:public-info-viewer",
             &["system:authenticated", "system:unauthenticated"],

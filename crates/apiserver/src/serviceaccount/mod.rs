@@ -7,6 +7,7 @@
 //! Secret or Pod) it names: deleting or recreating any of them revokes it at once.
 
 pub mod controller;
+pub mod issuer_discovery;
 pub mod token_request;
 
 use std::collections::HashMap;
@@ -46,6 +47,9 @@ pub struct ServiceAccountConfig {
     pub ca_pem: Option<String>,
     /// Whether every namespace gets a `default` ServiceAccount, as on a kube cluster.
     pub create_default: bool,
+    /// `jwks_uri` of the issuer discovery document (kube-apiserver's
+    /// `--service-account-jwks-uri`); `None`: `/openid/v1/jwks` on the address the client used.
+    pub jwks_uri: Option<String>,
 }
 
 impl Default for ServiceAccountConfig {
@@ -56,6 +60,7 @@ impl Default for ServiceAccountConfig {
             api_audiences: vec![DEFAULT_ISSUER.to_string()],
             ca_pem: None,
             create_default: true,
+            jwks_uri: None,
         }
     }
 }
