@@ -75,9 +75,11 @@ async fn setup() -> Option<Setup> {
     mk.ok(&["create", "namespace", WORKSPACE]);
 
     let (url, ca) = server_of(&manager.kubeconfig);
-    let mut opts = RegistrationOptions::default();
-    opts.api_server_url = url;
-    opts.api_server_ca = ca;
+    let opts = RegistrationOptions {
+        api_server_url: url,
+        api_server_ca: ca,
+        ..Default::default()
+    };
     let client = manager.client().await;
     tokio::spawn(async move {
         if let Err(e) = run(client, opts).await {
