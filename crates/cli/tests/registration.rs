@@ -78,6 +78,8 @@ async fn setup() -> Option<Setup> {
     let opts = RegistrationOptions {
         api_server_url: url,
         api_server_ca: ca,
+        // Short enough to watch credential Secrets expire (upstream: 40 minutes).
+        credential_secret_ttl: Duration::from_secs(8),
         ..Default::default()
     };
     let client = manager.client().await;
@@ -339,6 +341,70 @@ async fn seed_flow_registers_a_cluster_with_least_privilege_and_reregisters_to_t
         Some(1),
         "older registration removed: {regs:#}"
     );
+
+    // Credential Secrets are handed out once and then expire.
+    let mk = s.mk.clone();
+    eventually_async("credential Secrets expire", Duration::from_secs(30), || {
+        let mk = mk.clone();
+        async move {
+            let left = tokio::task::spawn_blocking(move || {
+                mk.get_json(&["secrets", "-n", "cattle-fleet-clusters-system"])
+                    .and_then(|v| {
+                        v["items"].as_array().map(|i| {
+                            i.iter()
+                                .filter(|s| s["type"] == "fleet.cattle.io/agent-credential")
+                                .count()
+                        })
+                    })
+            })
+            .await
+            .expect("kubectl task");
+            if left == Some(0) {
+                Ok(())
+            } else {
+                Err(format!("{left:?} left"))
+            }
+        }
+    })
+    .await;
+    ak2.ok(&["get", "bundledeployments", "-n", &ns]);
+
+    // Deleting a registration revokes what it granted.
+    let reg = regs["items"][0]["metadata"]["name"]
+        .as_str()
+        .expect("name")
+        .to_string();
+    s.mk.ok(&[
+        "delete",
+        "clusterregistrations.fleet.cattle.io",
+        "-n",
+        WORKSPACE,
+        &reg,
+    ]);
+    eventually_async(
+        "a deleted registration's credential stops authenticating",
+        Duration::from_secs(30),
+        || {
+            let k = ak2.clone();
+            let ns = ns.clone();
+            async move {
+                let out = tokio::task::spawn_blocking(move || {
+                    k.run(&["get", "bundledeployments", "-n", &ns])
+                })
+                .await
+                .expect("kubectl task");
+                if !out.status.success() && stderr(&out).contains("Unauthorized") {
+                    Ok(())
+                } else {
+                    Err(format!("status {}, stderr {}", out.status, stderr(&out)))
+                }
+            }
+        },
+    )
+    .await;
+    let crb =
+        s.mk.get_json(&["clusterrolebinding", &format!("{reg}-content")]);
+    assert!(crb.is_none(), "the content binding is revoked too: {crb:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
