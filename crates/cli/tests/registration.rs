@@ -405,6 +405,18 @@ async fn seed_flow_registers_a_cluster_with_least_privilege_and_reregisters_to_t
     let crb =
         s.mk.get_json(&["clusterrolebinding", &format!("{reg}-content")]);
     assert!(crb.is_none(), "the content binding is revoked too: {crb:?}");
+
+    // A stored credential that stopped working is replaced once a bootstrap Secret is back.
+    let token3 = fleet_async(&["install", "agent-token", "-k", &kc]).await;
+    s.dk.apply(&token3);
+    let cred3 = ensure_registered(downstream.clone(), &agent_opts())
+        .await
+        .expect("re-registration after revocation");
+    assert_eq!(cred3.cluster_name, cred.cluster_name);
+    assert_ne!(cred3.kubeconfig, cred2.kubeconfig);
+    let ak3 = agent_kubectl(&dir, "agent-kubeconfig-3", &cred3);
+    ak3.ok(&["get", "bundledeployments", "-n", &ns]);
+    assert_eq!(clusters(&s.mk).len(), 1, "still one Cluster");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
