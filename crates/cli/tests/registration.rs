@@ -55,6 +55,13 @@ async fn fleet_async(args: &[&str]) -> String {
 }
 
 async fn setup() -> Option<Setup> {
+    let _ = tracing_subscriber::fmt()
+        .with_test_writer()
+        .with_env_filter(
+            std::env::var("RUST_LOG")
+                .unwrap_or_else(|_| "fleet_controller=info,fleet_agent=info".into()),
+        )
+        .try_init();
     let dir = tempfile::tempdir().expect("tempdir");
     let manager = FleetServer::start(
         fleet_bin!(),
@@ -562,5 +569,55 @@ fn install_manifests_apply_cleanly_to_fleet_server() {
         !bad.status.success() && stderr(&bad).contains("KEY=VALUE"),
         "{}",
         stderr(&bad)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn manager_initiated_registration_reaches_an_agent_already_waiting() {
+    let Some(s) = setup().await else { return };
+    // The agent is up before anything tells it how to register.
+    let downstream = s.downstream.client().await;
+    let agent = tokio::spawn(async move { ensure_registered(downstream, &agent_opts()).await });
+
+    let kc = s.downstream.kubeconfig.to_string_lossy().into_owned();
+    s.mk.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "downstream-kubeconfig",
+        "-n",
+        WORKSPACE,
+        &format!("--from-file=value={kc}"),
+    ]);
+    s.mk.apply(&format!(
+        "apiVersion: fleet.cattle.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: imported\n  namespace: {WORKSPACE}\n  labels:\n    env: edge\nspec:\n  kubeConfigSecret: downstream-kubeconfig\n"
+    ));
+    let cred = tokio::time::timeout(Duration::from_secs(60), agent)
+        .await
+        .expect("the waiting agent registers within 60s")
+        .expect("agent task")
+        .expect("registration");
+    assert_eq!(cred.cluster_name, "imported");
+    let all = clusters(&s.mk);
+    assert_eq!(
+        all.len(),
+        1,
+        "the imported Cluster is reused, no second one: {all:#?}"
+    );
+    assert!(
+        all[0]["spec"]["clientID"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty())
+    );
+    assert_eq!(all[0]["status"]["agentDeployedGeneration"], 0);
+    let ak = agent_kubectl(
+        s.manager.dir.parent().expect("parent"),
+        "imported-kubeconfig",
+        &cred,
+    );
+    ak.ok(&["get", "bundledeployments", "-n", &cred.deployment_namespace]);
+    assert!(
+        s.dk.get_json(&["secret", "-n", AGENT_NS, "fleet-agent-bootstrap"])
+            .is_none()
     );
 }

@@ -8,11 +8,14 @@
 //!   in the cluster namespace with exactly the agent's least-privilege RBAC, replaces older
 //!   registrations of the same client, and hands the credential over in a `c-…` Secret;
 //! - `cleanup`: credential Secrets are deleted 40 minutes after creation, and the ServiceAccount
-//!   and grants of a ClusterRegistration that is gone are revoked.
+//!   and grants of a ClusterRegistration that is gone are revoked;
+//! - `import`: manager-initiated registration of a Cluster with `spec.kubeConfigSecret` (the
+//!   bootstrap Secret and agent ConfigMap written into that cluster).
 
 mod bootstrap;
 mod cleanup;
 pub mod duration;
+mod import;
 mod index;
 pub mod names;
 pub mod rbac;
@@ -105,6 +108,7 @@ pub async fn run(client: Client, opts: RegistrationOptions) -> Result<(), Error>
         () = request::run(ctx.clone()) => {},
         () = cleanup::run_credential_expiry(ctx.clone()) => {},
         () = cleanup::run_revocation(ctx.clone()) => {},
+        () = import::run(ctx.clone()) => {},
     }
     Ok(())
 }

@@ -52,9 +52,10 @@ pub fn credential_secret_name(client_id: &str, client_random: &str) -> String {
     s
 }
 
-/// The token-Secret name for a ServiceAccount (filled by the token controller).
+/// The token-Secret name for a ServiceAccount (filled by the token controller); kept under 64
+/// characters like every generated name.
 pub fn token_secret_name(service_account: &str) -> String {
-    format!("{service_account}-token")
+    safe_concat_name(&[service_account, "token"])
 }
 
 #[cfg(test)]
@@ -95,5 +96,7 @@ mod tests {
         assert_eq!(sa, format!("request-abcde-{uid}"));
         let long = token_service_account(&"t".repeat(60), uid);
         assert!(long.len() < 64, "{long}");
+        let tok = token_secret_name(&token_service_account("import-token-imported", uid));
+        assert!(tok.len() < 64, "{tok}");
     }
 }
