@@ -3,7 +3,7 @@
 //! with server-side apply and Helm-compatible release records, reports status, watches for drift
 //! and checks in. It never deletes anything because it lost contact with the manager.
 //!
-//! Code map: `credential` (the `fleet-agent` Secret; registration slots in before it),
+//! Code map: `register` (bootstrap token → credential), `credential` (the `fleet-agent` Secret),
 //! `content` (Contents, cached per manifestID), `deploy` (render, ordered apply, prune,
 //! uninstall), `release` (Helm release records), `objects` (downstream objects by reference),
 //! `monitor` + `readiness` + `diff` (status), `drift` (one watch per kind), `heartbeat`,
@@ -20,6 +20,7 @@ pub mod heartbeat;
 pub mod monitor;
 pub mod objects;
 pub mod readiness;
+pub mod register;
 pub mod release;
 
 use std::time::Duration;
@@ -52,6 +53,19 @@ impl Default for AgentOptions {
 /// Runs the agent against the downstream cluster `downstream` until the process ends: waits for
 /// the credential, then runs the heartbeat and the deploy loop.
 pub async fn run(downstream: kube::Client, opts: AgentOptions) {
+    // Registration first: a stored credential that works is kept; otherwise the bootstrap Secret
+    // (applied by a user or by the manager) is traded for one. Refusals are retried with backoff,
+    // since a new token may be applied at any time.
+    let reg = register::RegisterOptions {
+        system_namespace: opts.system_namespace.clone(),
+        ..Default::default()
+    };
+    let mut pause = backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
+    let mut log = backoff::RateLimitedLog::new(Duration::from_secs(30));
+    while let Err(e) = register::ensure_registered(downstream.clone(), &reg).await {
+        log.warn(&format!("registration: {e}"));
+        tokio::time::sleep(pause.next_delay()).await;
+    }
     let up = credential::wait_for_credential(&downstream, &opts.system_namespace).await;
     tracing::info!(
         cluster = %up.cluster_name,

@@ -1,1 +1,3 @@
 //! Manager reconcilers (GitRepo → Bundle → BundleDeployment, status aggregation). Not yet built.
+
+pub mod registration;
