@@ -32,7 +32,8 @@ pub struct FleetYaml {
     )]
     pub annotations: BTreeMap<String, String>,
     /// Everything a Bundle spec holds.
-    #[serde(flatten)]
+    // The strict derived reader (see `serde_util::null_as_default`).
+    #[serde(flatten, deserialize_with = "BundleSpec::deserialize")]
     pub spec: BundleSpec,
     /// Per-cluster customisations, appended after `targets`.
     #[serde(
@@ -71,7 +72,8 @@ pub struct ImageScanYaml {
     )]
     pub name: String,
     /// The scan itself.
-    #[serde(flatten)]
+    // The strict derived reader (see `serde_util::null_as_default`).
+    #[serde(flatten, deserialize_with = "ImageScanSpec::deserialize")]
     pub spec: ImageScanSpec,
 }
 

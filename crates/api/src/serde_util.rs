@@ -17,6 +17,9 @@ where
 /// the inherent `T::serialize`/`T::deserialize`): serialisation is the derived one, and `null` or
 /// a missing value reads as `T::default()`, as Go's decoder leaves a struct it finds `null` or
 /// absent. Used for the `spec` of every kind, which the root struct (derived by kube) requires.
+/// A struct that `#[serde(flatten)]`s one of these types must add
+/// `deserialize_with = "T::deserialize"`: through `flatten`, the lenient impl would read a
+/// malformed value as empty instead of failing.
 macro_rules! null_as_default {
     ($($t:ty),* $(,)?) => {$(
         impl serde::Serialize for $t {

@@ -154,7 +154,7 @@ fn cluster_without_spec_from_yaml() {
 }
 
 /// A malformed spec still fails (null-tolerance is not error-tolerance), also where a spec is
-/// flattened into another (HelmOp embeds a Bundle spec).
+/// flattened into another (HelmOp and fleet.yaml embed a Bundle spec).
 #[test]
 fn malformed_specs_still_fail() {
     let bad = json!({"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
@@ -170,4 +170,7 @@ fn malformed_specs_still_fail() {
                     "metadata": {"name": "h"}, "spec": {"paused": true, "namespace": "n"}});
     let h: HelmOp = serde_json::from_value(ok).expect("helmop");
     assert!(h.spec.bundle.paused);
+    // fleet.yaml flattens a Bundle spec too.
+    let bad = json!({"helm": {"timeoutSeconds": "notanumber"}});
+    assert!(serde_json::from_value::<fleetyaml::FleetYaml>(bad).is_err());
 }

@@ -116,6 +116,7 @@ mod tests {
     const CLUSTERS: &str = "apiVersion: v1\nkind: List\nitems:\n\
 - {apiVersion: fleet.cattle.io/v1alpha1, kind: Cluster, metadata: {name: dev1, namespace: fleet-local, labels: {env: dev}}, spec: {}}\n\
 - {apiVersion: fleet.cattle.io/v1alpha1, kind: Cluster, metadata: {name: prod1, namespace: fleet-local, labels: {env: prod, region: eu}}, spec: {}}\n\
+- {apiVersion: fleet.cattle.io/v1alpha1, kind: Cluster, metadata: {name: nospec, namespace: fleet-local, labels: {env: test}}}\n\
 ---\n\
 apiVersion: fleet.cattle.io/v1alpha1\nkind: ClusterGroup\nmetadata: {name: default, namespace: fleet-local}\nspec: {selector: {matchLabels: {env: prod}}}\n";
 

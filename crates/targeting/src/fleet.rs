@@ -15,6 +15,7 @@ use fleet_api::{Bundle, BundleNamespaceMapping, Cluster, ClusterGroup};
 use kube::core::ObjectMeta;
 use serde_json::Value;
 
+use crate::Error;
 use crate::matcher::{ClusterMatcher, ClusterView};
 use crate::selector::{Labels, Selector};
 
@@ -247,38 +248,40 @@ impl Fleet {
     pub fn from_objects(
         objects: impl IntoIterator<Item = Value>,
         default_namespace: &str,
-    ) -> Result<Fleet, String> {
+    ) -> Result<Fleet, Error> {
         let mut clusters = Vec::new();
         let mut groups = Vec::new();
         let mut mappings = Vec::new();
         let mut ns_labels = Vec::new();
         for (i, v) in objects.into_iter().enumerate() {
             let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
-            let what = || {
-                let name = v
+            let what = |source| Error::Decode {
+                index: i,
+                kind: kind.to_string(),
+                name: v
                     .pointer("/metadata/name")
                     .and_then(Value::as_str)
-                    .unwrap_or("?");
-                format!("object {i} ({kind} {name})")
+                    .unwrap_or("?")
+                    .to_string(),
+                source,
             };
             match kind {
                 "Cluster" => {
-                    let mut c: Cluster = decode(&v).map_err(|e| format!("{}: {e}", what()))?;
+                    let mut c: Cluster = decode(&v).map_err(what)?;
                     c.metadata
                         .namespace
                         .get_or_insert_with(|| default_namespace.to_string());
                     clusters.push(c);
                 }
                 "ClusterGroup" => {
-                    let mut g: ClusterGroup = decode(&v).map_err(|e| format!("{}: {e}", what()))?;
+                    let mut g: ClusterGroup = decode(&v).map_err(what)?;
                     g.metadata
                         .namespace
                         .get_or_insert_with(|| default_namespace.to_string());
                     groups.push(g);
                 }
                 "BundleNamespaceMapping" => {
-                    let mut m: BundleNamespaceMapping =
-                        decode(&v).map_err(|e| format!("{}: {e}", what()))?;
+                    let mut m: BundleNamespaceMapping = decode(&v).map_err(what)?;
                     m.metadata
                         .namespace
                         .get_or_insert_with(|| default_namespace.to_string());
@@ -291,7 +294,7 @@ impl Fleet {
                         .unwrap_or("")
                         .to_string();
                     let labels: Option<Labels> = match v.pointer("/metadata/labels") {
-                        Some(l) => decode(l).map_err(|e| format!("{}: {e}", what()))?,
+                        Some(l) => decode(l).map_err(what)?,
                         None => None,
                     };
                     ns_labels.push((name, labels.unwrap_or_default()));

@@ -1,5 +1,6 @@
 //! Pure targeting: which clusters a bundle goes to, with which options, in which rollout partition.
 
+pub mod error;
 pub mod fleet;
 pub mod matcher;
 pub mod options;
@@ -9,5 +10,6 @@ pub mod status;
 pub mod target;
 pub mod values;
 
+pub use error::Error;
 pub use fleet::{Fleet, Key};
 pub use target::{Stats, Target, bundle_deployment, manifest_id, targets};

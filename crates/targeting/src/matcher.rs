@@ -6,6 +6,7 @@ use fleet_api::keys::CLUSTER_DISPLAY_NAME_LABEL;
 use fleet_api::{Bundle, BundleTarget, GitTarget};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
+use crate::Error;
 use crate::selector::{Labels, Selector};
 
 /// A cluster as targeting sees it: name, labels and the groups it belongs to.
@@ -39,7 +40,7 @@ impl ClusterMatcher {
         cluster_group: &str,
         group_selector: Option<&LabelSelector>,
         cluster_selector: Option<&LabelSelector>,
-    ) -> Result<ClusterMatcher, String> {
+    ) -> Result<ClusterMatcher, Error> {
         Ok(ClusterMatcher {
             cluster_name: (!cluster_name.is_empty()).then(|| cluster_name.to_string()),
             cluster_group: (!cluster_group.is_empty()).then(|| cluster_group.to_string()),
@@ -49,7 +50,7 @@ impl ClusterMatcher {
     }
 
     /// From a GitRepo-style target / restriction.
-    pub fn from_git(t: &GitTarget) -> Result<ClusterMatcher, String> {
+    pub fn from_git(t: &GitTarget) -> Result<ClusterMatcher, Error> {
         Self::new(
             &t.cluster_name,
             &t.cluster_group,
@@ -59,7 +60,7 @@ impl ClusterMatcher {
     }
 
     /// From a bundle target.
-    pub fn from_target(t: &BundleTarget) -> Result<ClusterMatcher, String> {
+    pub fn from_target(t: &BundleTarget) -> Result<ClusterMatcher, Error> {
         Self::new(
             &t.cluster_name,
             &t.cluster_group,
@@ -128,22 +129,26 @@ pub struct BundleMatch {
 impl BundleMatch {
     /// Compiles a bundle's targets. With restrictions present, the first
     /// `len(targets) - len(restrictions)` targets are customisations.
-    pub fn new(bundle: &Bundle) -> Result<BundleMatch, String> {
+    pub fn new(bundle: &Bundle) -> Result<BundleMatch, Error> {
         let spec = &bundle.spec;
         let nr = spec.target_restrictions.len();
         let ncust = spec.targets.len().saturating_sub(nr);
         let mut targets = Vec::with_capacity(spec.targets.len());
         for (i, t) in spec.targets.iter().enumerate() {
-            let m =
-                ClusterMatcher::from_target(t).map_err(|e| format!("target {:?}: {e}", t.name))?;
+            let m = ClusterMatcher::from_target(t).map_err(|e| Error::Target {
+                name: t.name.clone(),
+                source: Box::new(e),
+            })?;
             targets.push((m, nr > 0 && i < ncust));
         }
         let restrictions = spec
             .target_restrictions
             .iter()
             .map(|r| {
-                ClusterMatcher::from_git(r)
-                    .map_err(|e| format!("target restriction {:?}: {e}", r.name))
+                ClusterMatcher::from_git(r).map_err(|e| Error::Restriction {
+                    name: r.name.clone(),
+                    source: Box::new(e),
+                })
             })
             .collect::<Result<_, _>>()?;
         Ok(BundleMatch {

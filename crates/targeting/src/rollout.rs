@@ -4,6 +4,7 @@
 use fleet_api::RolloutStrategy;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use crate::Error;
 use crate::matcher::{ClusterMatcher, ClusterView};
 
 /// Default `maxNew`: BundleDeployments created per reconcile.
@@ -13,7 +14,7 @@ pub const DEFAULT_AUTO_PARTITION_THRESHOLD: i64 = 200;
 
 /// Upstream `limit(count, vals...)`: first non-nil value (default `100%`); ints clamp to
 /// [0, count]; percentages floor(count·p/100) with results ≤ 0 → 1 and > count → count.
-pub fn limit(count: i64, vals: &[Option<&IntOrString>]) -> Result<i64, String> {
+pub fn limit(count: i64, vals: &[Option<&IntOrString>]) -> Result<i64, Error> {
     if count <= 0 {
         return Ok(1);
     }
@@ -25,7 +26,7 @@ pub fn limit(count: i64, vals: &[Option<&IntOrString>]) -> Result<i64, String> {
             let p = s
                 .strip_suffix('%')
                 .and_then(|x| x.trim().parse::<i64>().ok())
-                .ok_or_else(|| format!("invalid maxUnavailable, must be int or percentage: {s}"))?;
+                .ok_or_else(|| Error::MaxUnavailable(s.clone()))?;
             if p <= 0 {
                 return Ok(1);
             }
@@ -50,7 +51,7 @@ pub struct PartitionPlan {
 pub fn partitions(
     rollout: &RolloutStrategy,
     targets: &[ClusterView<'_>],
-) -> Result<Vec<PartitionPlan>, String> {
+) -> Result<Vec<PartitionPlan>, Error> {
     let n = targets.len() as i64;
     if !rollout.partitions.is_empty() {
         let mut out = Vec::new();
@@ -79,7 +80,7 @@ pub fn partitions(
         }
         return Ok(out);
     }
-    let all = || -> Result<Vec<PartitionPlan>, String> {
+    let all = || -> Result<Vec<PartitionPlan>, Error> {
         Ok(vec![PartitionPlan {
             name: "All".into(),
             targets: (0..targets.len()).collect(),
@@ -118,7 +119,7 @@ pub fn partitions(
 }
 
 /// `maxUnavailablePartitions` (default 0).
-pub fn max_unavailable_partitions(rollout: &RolloutStrategy, count: usize) -> Result<i64, String> {
+pub fn max_unavailable_partitions(rollout: &RolloutStrategy, count: usize) -> Result<i64, Error> {
     let zero = IntOrString::Int(0);
     limit(
         count as i64,
@@ -181,7 +182,7 @@ pub fn update_partitions(
     rollout: &RolloutStrategy,
     views: &[ClusterView<'_>],
     targets: &mut [RolloutTarget],
-) -> Result<RolloutStatus, String> {
+) -> Result<RolloutStatus, Error> {
     let unavailable_now = |t: &RolloutTarget| {
         t.deployment
             .as_ref()
@@ -273,18 +274,25 @@ mod tests {
         IntOrString::String(v.into())
     }
 
+    fn lim(count: i64, vals: &[Option<&IntOrString>]) -> Result<i64, String> {
+        limit(count, vals).map_err(|e| e.to_string())
+    }
+
     #[test]
     fn limit_table() {
-        assert_eq!(limit(10, &[]), Ok(10));
-        assert_eq!(limit(0, &[Some(&i(5))]), Ok(1));
-        assert_eq!(limit(10, &[Some(&i(15))]), Ok(10));
-        assert_eq!(limit(10, &[Some(&i(-1))]), Ok(0));
-        assert_eq!(limit(10, &[None, Some(&i(3))]), Ok(3));
-        assert_eq!(limit(10, &[Some(&s("25%"))]), Ok(2));
-        assert_eq!(limit(3, &[Some(&s("10%"))]), Ok(1));
-        assert_eq!(limit(10, &[Some(&s("0%"))]), Ok(1));
-        assert_eq!(limit(10, &[Some(&s("150%"))]), Ok(10));
-        assert!(limit(10, &[Some(&s("ten"))]).is_err());
+        assert_eq!(lim(10, &[]), Ok(10));
+        assert_eq!(lim(0, &[Some(&i(5))]), Ok(1));
+        assert_eq!(lim(10, &[Some(&i(15))]), Ok(10));
+        assert_eq!(lim(10, &[Some(&i(-1))]), Ok(0));
+        assert_eq!(lim(10, &[None, Some(&i(3))]), Ok(3));
+        assert_eq!(lim(10, &[Some(&s("25%"))]), Ok(2));
+        assert_eq!(lim(3, &[Some(&s("10%"))]), Ok(1));
+        assert_eq!(lim(10, &[Some(&s("0%"))]), Ok(1));
+        assert_eq!(lim(10, &[Some(&s("150%"))]), Ok(10));
+        assert_eq!(
+            lim(10, &[Some(&s("ten"))]),
+            Err("invalid maxUnavailable, must be int or percentage: ten".into())
+        );
     }
 
     fn views(n: usize, labels: &[Labels]) -> Vec<ClusterView<'_>> {

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
+use crate::Error;
+
 /// Labels of an object.
 pub type Labels = BTreeMap<String, String>;
 
@@ -32,7 +34,7 @@ pub struct Selector {
 
 impl Selector {
     /// Compiles a selector; unknown operators or missing values are errors, as upstream.
-    pub fn compile(sel: &LabelSelector) -> Result<Selector, String> {
+    pub fn compile(sel: &LabelSelector) -> Result<Selector, Error> {
         let mut reqs = Vec::new();
         if let Some(ml) = &sel.match_labels {
             for (k, v) in ml {
@@ -43,26 +45,26 @@ impl Selector {
             let vals = e.values.clone().unwrap_or_default();
             let r = match e.operator.as_str() {
                 "In" | "NotIn" if vals.is_empty() => {
-                    return Err(format!(
-                        "{}: values must be non-empty for operator {}",
-                        e.key, e.operator
-                    ));
+                    return Err(Error::SelectorValuesRequired {
+                        key: e.key.clone(),
+                        operator: e.operator.clone(),
+                    });
                 }
                 "In" => Requirement::In(e.key.clone(), vals),
                 "NotIn" => Requirement::NotIn(e.key.clone(), vals),
                 "Exists" | "DoesNotExist" if !vals.is_empty() => {
-                    return Err(format!(
-                        "{}: values must be empty for operator {}",
-                        e.key, e.operator
-                    ));
+                    return Err(Error::SelectorValuesForbidden {
+                        key: e.key.clone(),
+                        operator: e.operator.clone(),
+                    });
                 }
                 "Exists" => Requirement::Exists(e.key.clone()),
                 "DoesNotExist" => Requirement::DoesNotExist(e.key.clone()),
                 op => {
-                    return Err(format!(
-                        "{}: {op:?} is not a valid label selector operator",
-                        e.key
-                    ));
+                    return Err(Error::SelectorOperator {
+                        key: e.key.clone(),
+                        operator: op.to_string(),
+                    });
                 }
             };
             reqs.push(r);
@@ -133,12 +135,26 @@ mod tests {
             match_expressions: Some(vec![expr("a", "Like", &["x"])]),
             ..Default::default()
         };
-        assert!(Selector::compile(&bad).is_err());
+        assert_eq!(
+            Selector::compile(&bad).unwrap_err().to_string(),
+            r#"a: "Like" is not a valid label selector operator"#
+        );
         let bad = LabelSelector {
             match_expressions: Some(vec![expr("a", "In", &[])]),
             ..Default::default()
         };
-        assert!(Selector::compile(&bad).is_err());
+        assert_eq!(
+            Selector::compile(&bad).unwrap_err().to_string(),
+            "a: values must be non-empty for operator In"
+        );
+        let bad = LabelSelector {
+            match_expressions: Some(vec![expr("a", "Exists", &["x"])]),
+            ..Default::default()
+        };
+        assert_eq!(
+            Selector::compile(&bad).unwrap_err().to_string(),
+            "a: values must be empty for operator Exists"
+        );
     }
 
     proptest::proptest! {

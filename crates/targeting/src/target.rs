@@ -12,6 +12,7 @@ use fleet_api::{
 use kube::core::ObjectMeta;
 use serde::Serialize;
 
+use crate::Error;
 use crate::fleet::{Fleet, name_of as name, ns_of as ns};
 use crate::matcher::BundleMatch;
 use crate::options::{deployment_id, merge};
@@ -56,7 +57,7 @@ pub fn targets(
     fleet: &Fleet,
     manifest_id: &str,
     stats: &mut Stats,
-) -> Result<Vec<Target>, String> {
+) -> Result<Vec<Target>, Error> {
     let bm = BundleMatch::new(bundle)?;
     let mut seen = vec![false; fleet.id_bound()];
     let mut cands = Vec::new();
@@ -147,14 +148,10 @@ pub fn targets(
             }
             None => {
                 let mut o = (*entry.opts).clone();
-                crate::values::preprocess(&mut o, cluster).map_err(|e| {
-                    format!(
-                        "bundle {}/{}: cluster {}/{}: {e}",
-                        ns(&bundle.metadata),
-                        name(&bundle.metadata),
-                        ns(&cluster.metadata),
-                        view.name,
-                    )
+                crate::values::preprocess(&mut o, cluster).map_err(|e| Error::Cluster {
+                    bundle: format!("{}/{}", ns(&bundle.metadata), name(&bundle.metadata)),
+                    cluster: format!("{}/{}", ns(&cluster.metadata), view.name),
+                    source: Box::new(e),
                 })?;
                 let id = deployment_id(manifest_id, &o);
                 (Arc::new(o), id)
@@ -424,7 +421,9 @@ mod tests {
             "helm": {"values": {"r": "${ .ClusterLabels.region }"}},
             "targets": [{"name": "all", "clusterGroup": "prod"}]
         }));
-        let err = targets(&b, &f, "s-x", &mut Stats::default()).unwrap_err();
+        let err = targets(&b, &f, "s-x", &mut Stats::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("bundle fleet-default/b: cluster fleet-default/prod1: failed to render helm values template: template: values:1:20: executing \"values\" at <.ClusterLabels.region>: map has no entry for key \"region\""),
             "{err}"

@@ -14,6 +14,8 @@ use fleet_api::keys::{FLEET_LABEL_PREFIX, MANAGEMENT_LABEL_PREFIX};
 use fleet_api::{BundleDeploymentOptions, Cluster};
 use gotmpl::{MissingKey, Templates, Value};
 
+use crate::Error;
+
 /// Prefix that marks a value to be replaced by a cluster label.
 pub const CLUSTER_LABEL_PREFIX: &str = "global.fleet.clusterLabels.";
 const MAX_DEPTH: usize = 50;
@@ -96,7 +98,11 @@ pub fn normalize_for_labelled(opts: &mut BundleDeploymentOptions) -> bool {
 
 /// Upstream `preprocessHelmValues` for one cluster. Errors carry upstream's texts
 /// (`failed to parse helm values template: template: values:LINE: ...`).
-pub fn preprocess(opts: &mut BundleDeploymentOptions, cluster: &Cluster) -> Result<(), String> {
+pub fn preprocess(opts: &mut BundleDeploymentOptions, cluster: &Cluster) -> Result<(), Error> {
+    preprocess_values(opts, cluster).map_err(Error::Values)
+}
+
+fn preprocess_values(opts: &mut BundleDeploymentOptions, cluster: &Cluster) -> Result<(), String> {
     let empty = BTreeMap::new();
     let labels = template_labels(cluster.metadata.labels.as_ref().unwrap_or(&empty));
     // Upstream quirk: clusters without usable labels get no processing at all.
@@ -308,7 +314,7 @@ mod tests {
 
     fn run(helm: J, c: &Cluster) -> Result<J, String> {
         let mut o = opts(helm);
-        preprocess(&mut o, c)?;
+        preprocess(&mut o, c).map_err(|e| e.to_string())?;
         Ok(serde_json::to_value(o.helm.unwrap_or_default())
             .unwrap()
             .get("values")

@@ -207,11 +207,13 @@ fn groups_of(f: &Fleet, k: &Key) -> BTreeSet<Key> {
 
 /// What targeting yields, comparable: (cluster, target name, deployment ID) or the error.
 fn outcome(b: &Bundle, f: &Fleet) -> Result<Vec<(Key, String, String)>, String> {
-    targets(b, f, "s-x", &mut Stats::default()).map(|ts| {
-        ts.into_iter()
-            .map(|t| (Key::of(&t.cluster.metadata), t.target_name, t.deployment_id))
-            .collect()
-    })
+    targets(b, f, "s-x", &mut Stats::default())
+        .map(|ts| {
+            ts.into_iter()
+                .map(|t| (Key::of(&t.cluster.metadata), t.target_name, t.deployment_id))
+                .collect()
+        })
+        .map_err(|e| e.to_string())
 }
 
 fn apply(f: &mut Fleet, m: &mut Model, op: &Op) -> Result<(), TestCaseError> {
