@@ -81,27 +81,37 @@ pub fn go_key_cmp(a: &str, b: &str) -> Ordering {
 }
 
 fn go_key_less(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        // No allocation for the common case: ASCII bytes are runes.
+        return key_less_runes(a.as_bytes(), b.as_bytes(), char::from);
+    }
     let ar: Vec<char> = a.chars().collect();
     let br: Vec<char> = b.chars().collect();
+    key_less_runes(&ar, &br, |c| c)
+}
+
+/// [`go_key_less`] over two rune sequences (`ch` reads one element as a rune).
+fn key_less_runes<T: Copy + PartialEq>(ar: &[T], br: &[T], ch: impl Fn(T) -> char) -> bool {
     let n = ar.len().min(br.len());
     for i in 0..n {
         if ar[i] == br[i] {
             continue;
         }
-        let al = ar[i].is_alphabetic();
-        let bl = br[i].is_alphabetic();
+        let (ac, bc) = (ch(ar[i]), ch(br[i]));
+        let al = ac.is_alphabetic();
+        let bl = bc.is_alphabetic();
         if al && bl {
-            return ar[i] < br[i];
+            return ac < bc;
         }
         if al || bl {
             return bl;
         }
         let mut an: i64 = 0;
         let mut bn: i64 = 0;
-        if ar[i] == '0' || br[i] == '0' {
+        if ac == '0' || bc == '0' {
             let mut j = i;
-            while j > 0 && ar[j - 1].is_ascii_digit() {
-                if ar[j - 1] != '0' {
+            while j > 0 && ch(ar[j - 1]).is_ascii_digit() {
+                if ch(ar[j - 1]) != '0' {
                     an = 1;
                     bn = 1;
                     break;
@@ -110,17 +120,17 @@ fn go_key_less(a: &str, b: &str) -> bool {
             }
         }
         let mut ai = i;
-        while ai < ar.len() && ar[ai].is_ascii_digit() {
+        while ai < ar.len() && ch(ar[ai]).is_ascii_digit() {
             an = an
                 .wrapping_mul(10)
-                .wrapping_add(i64::from(ar[ai] as u32) - i64::from('0' as u32));
+                .wrapping_add(i64::from(ch(ar[ai]) as u32) - i64::from('0' as u32));
             ai += 1;
         }
         let mut bi = i;
-        while bi < br.len() && br[bi].is_ascii_digit() {
+        while bi < br.len() && ch(br[bi]).is_ascii_digit() {
             bn = bn
                 .wrapping_mul(10)
-                .wrapping_add(i64::from(br[bi] as u32) - i64::from('0' as u32));
+                .wrapping_add(i64::from(ch(br[bi]) as u32) - i64::from('0' as u32));
             bi += 1;
         }
         if an != bn {
@@ -129,7 +139,7 @@ fn go_key_less(a: &str, b: &str) -> bool {
         if ai != bi {
             return ai < bi;
         }
-        return ar[i] < br[i];
+        return ac < bc;
     }
     ar.len() < br.len()
 }

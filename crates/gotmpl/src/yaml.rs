@@ -92,10 +92,8 @@ fn normalize(v: &Value) -> J {
         Value::String(s) => J::Str(s.to_string()),
         Value::List(l) => J::Seq(l.iter().map(normalize).collect()),
         Value::Map(m) => {
-            let mut entries: Vec<(String, J)> =
-                m.iter().map(|(k, v)| (k.clone(), normalize(v))).collect();
-            entries.sort_by(|a, b| goyaml::go_key_cmp(&a.0, &b.0));
-            J::Map(entries)
+            // The emitter writes keys in go-yaml's order.
+            J::Map(m.iter().map(|(k, v)| (k.clone(), normalize(v))).collect())
         }
         Value::Object(o) => from_json(&o.to_json()),
     }
@@ -117,10 +115,7 @@ fn from_json(v: &serde_json::Value) -> J {
         serde_json::Value::String(s) => J::Str(s.clone()),
         serde_json::Value::Array(a) => J::Seq(a.iter().map(from_json).collect()),
         serde_json::Value::Object(o) => {
-            let mut entries: Vec<(String, J)> =
-                o.iter().map(|(k, v)| (k.clone(), from_json(v))).collect();
-            entries.sort_by(|a, b| goyaml::go_key_cmp(&a.0, &b.0));
-            J::Map(entries)
+            J::Map(o.iter().map(|(k, v)| (k.clone(), from_json(v))).collect())
         }
     }
 }
