@@ -33,6 +33,7 @@ mod exec;
 mod fmt;
 mod funcs;
 pub mod gofmt;
+pub mod goyaml;
 pub mod helm;
 pub mod json;
 pub mod json_reread;

@@ -2,8 +2,7 @@
 //! (JSON round trip, go-yaml's key order, quoting rules and 80-column folding), `fromYaml` reads
 //! YAML into JSON-shaped values where every number is a float64.
 
-use std::cmp::Ordering;
-
+use crate::goyaml;
 use crate::json_reread::{Reread, RereadError};
 use crate::value::{Value, format_float_g};
 use crate::yaml_lines::GoLines;
@@ -19,18 +18,30 @@ pub fn to_yaml(v: &Value) -> String {
 pub fn marshal(v: &Value) -> Result<String, RereadError> {
     let mut j = normalize(v);
     reread_j(&mut Reread::new(), &mut j)?;
-    let mut e = Emitter {
-        out: String::new(),
-        column: 0,
-        skip_nl: false,
-    };
-    e.node(&j, 0, Ctx::Root);
-    // libyaml ends the document on a new line unless the last scalar's own line break left
-    // it at column 0 (a literal block ending in U+2028/U+2029 leaves no `\n` after it).
-    if !e.out.ends_with(['\n', '\u{2028}', '\u{2029}']) {
-        e.out.push('\n');
+    Ok(goyaml::emit(&node(&j)))
+}
+
+/// The emitter's view of `j`: numbers in go-yaml's text.
+fn node(j: &J) -> goyaml::Node<'_> {
+    use goyaml::Node;
+    match j {
+        J::Null => Node::Null,
+        J::Bool(b) => Node::Bool(*b),
+        J::Int(i) => Node::Number(i.to_string().into()),
+        J::Float(f) => Node::Number(
+            if f.is_nan() {
+                ".nan".to_string()
+            } else if f.is_infinite() {
+                if *f > 0.0 { ".inf" } else { "-.inf" }.to_string()
+            } else {
+                format_float_g(*f, None, false)
+            }
+            .into(),
+        ),
+        J::Str(s) => Node::Str(s),
+        J::Seq(items) => Node::Seq(items.iter().map(node).collect()),
+        J::Map(entries) => Node::Map(entries.iter().map(|(k, v)| (k.as_str(), node(v))).collect()),
     }
-    Ok(e.out)
 }
 
 /// The JSON re-read over `j`, visiting map keys in `encoding/json`'s byte order.
@@ -81,10 +92,8 @@ fn normalize(v: &Value) -> J {
         Value::String(s) => J::Str(s.to_string()),
         Value::List(l) => J::Seq(l.iter().map(normalize).collect()),
         Value::Map(m) => {
-            let mut entries: Vec<(String, J)> =
-                m.iter().map(|(k, v)| (k.clone(), normalize(v))).collect();
-            entries.sort_by(|a, b| key_cmp(&a.0, &b.0));
-            J::Map(entries)
+            // The emitter writes keys in go-yaml's order.
+            J::Map(m.iter().map(|(k, v)| (k.clone(), normalize(v))).collect())
         }
         Value::Object(o) => from_json(&o.to_json()),
     }
@@ -106,10 +115,7 @@ fn from_json(v: &serde_json::Value) -> J {
         serde_json::Value::String(s) => J::Str(s.clone()),
         serde_json::Value::Array(a) => J::Seq(a.iter().map(from_json).collect()),
         serde_json::Value::Object(o) => {
-            let mut entries: Vec<(String, J)> =
-                o.iter().map(|(k, v)| (k.clone(), from_json(v))).collect();
-            entries.sort_by(|a, b| key_cmp(&a.0, &b.0));
-            J::Map(entries)
+            J::Map(o.iter().map(|(k, v)| (k.clone(), from_json(v))).collect())
         }
     }
 }
@@ -129,489 +135,6 @@ fn float_j(f: f64) -> J {
         }
     }
     J::Float(f)
-}
-
-/// go-yaml v2's map key order (natural-number aware; non-letters before letters).
-pub(crate) fn key_cmp(a: &str, b: &str) -> Ordering {
-    if key_less(a, b) {
-        Ordering::Less
-    } else if key_less(b, a) {
-        Ordering::Greater
-    } else {
-        Ordering::Equal
-    }
-}
-
-fn key_less(a: &str, b: &str) -> bool {
-    if a.is_ascii() && b.is_ascii() {
-        // no allocation for the common case: ASCII bytes are chars
-        return key_less_slice(a.as_bytes(), b.as_bytes(), |x| x as char);
-    }
-    let ar: Vec<char> = a.chars().collect();
-    let br: Vec<char> = b.chars().collect();
-    key_less_slice(&ar, &br, |x| x)
-}
-
-fn key_less_slice<T: Copy + PartialEq>(ar: &[T], br: &[T], ch: impl Fn(T) -> char) -> bool {
-    let mut i = 0;
-    while i < ar.len() && i < br.len() {
-        if ar[i] == br[i] {
-            i += 1;
-            continue;
-        }
-        let (ca, cb) = (ch(ar[i]), ch(br[i]));
-        let al = ca.is_alphabetic();
-        let bl = cb.is_alphabetic();
-        if al && bl {
-            return ca < cb;
-        }
-        if al || bl {
-            return bl;
-        }
-        let mut an: i64 = 0;
-        let mut bn: i64 = 0;
-        if ca == '0' || cb == '0' {
-            let mut j = i;
-            while j > 0 {
-                j -= 1;
-                let cj = ch(ar[j]);
-                if !cj.is_ascii_digit() {
-                    break;
-                }
-                if cj != '0' {
-                    an = 1;
-                    bn = 1;
-                    break;
-                }
-            }
-        }
-        let mut ai = i;
-        while ai < ar.len() && ch(ar[ai]).is_ascii_digit() {
-            an = an
-                .wrapping_mul(10)
-                .wrapping_add(ch(ar[ai]) as i64 - '0' as i64);
-            ai += 1;
-        }
-        let mut bi = i;
-        while bi < br.len() && ch(br[bi]).is_ascii_digit() {
-            bn = bn
-                .wrapping_mul(10)
-                .wrapping_add(ch(br[bi]) as i64 - '0' as i64);
-            bi += 1;
-        }
-        if an != bn {
-            return an < bn;
-        }
-        if ai != bi {
-            return ai < bi;
-        }
-        return ca < cb;
-    }
-    ar.len() < br.len()
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Ctx {
-    Root,
-    MapValue,
-    SeqItem,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Style {
-    Plain,
-    Single,
-    Double,
-    Literal,
-}
-
-struct Emitter {
-    out: String,
-    column: usize,
-    skip_nl: bool,
-}
-
-const BEST_WIDTH: usize = 80;
-
-impl Emitter {
-    fn put(&mut self, s: &str) {
-        for c in s.chars() {
-            if c == '\n' {
-                self.column = 0;
-            } else {
-                self.column += 1;
-            }
-        }
-        self.out.push_str(s);
-    }
-
-    fn newline(&mut self) {
-        if self.skip_nl {
-            self.skip_nl = false;
-            return;
-        }
-        self.out.push('\n');
-        self.column = 0;
-    }
-
-    /// A line break taken from the scalar itself (libyaml's `write_break`): `\n` is written as
-    /// the emitter's newline, any other break character (`\r`, U+0085, U+2028, U+2029) as
-    /// itself, and either way a new line starts.
-    fn write_break(&mut self, c: char) {
-        if c == '\n' {
-            self.newline();
-        } else {
-            let mut buf = [0u8; 4];
-            self.out.push_str(c.encode_utf8(&mut buf));
-            self.column = 0;
-        }
-    }
-
-    fn indent_to(&mut self, n: usize) {
-        for _ in 0..n {
-            self.out.push(' ');
-        }
-        self.column += n;
-    }
-
-    /// Emits node `v`; the cursor is right after "key:" / "- " / at line start (root).
-    /// `indent` is the indentation of the node's own block content.
-    fn node(&mut self, v: &J, indent: usize, ctx: Ctx) {
-        match v {
-            J::Map(entries) if !entries.is_empty() => {
-                let mut first = true;
-                if ctx == Ctx::MapValue {
-                    self.newline();
-                }
-                for (k, val) in entries {
-                    // the first key follows "- " (sequence item) or starts the document
-                    if !first {
-                        self.newline();
-                        self.indent_to(indent);
-                    } else if ctx == Ctx::MapValue {
-                        self.indent_to(indent);
-                    }
-                    first = false;
-                    if !is_simple_key(k) {
-                        // libyaml's complex key: `? key` and `: value` on lines of their own,
-                        // both laid out like a sequence item's content.
-                        self.put("? ");
-                        self.scalar_str(k, indent + 2, false);
-                        self.newline();
-                        self.indent_to(indent);
-                        self.put(":");
-                        self.seq_item(val, indent);
-                        continue;
-                    }
-                    self.scalar_str(k, indent, true);
-                    self.put(":");
-                    match val {
-                        J::Map(m) if !m.is_empty() => self.node(val, indent + 2, Ctx::MapValue),
-                        J::Seq(s) if !s.is_empty() => {
-                            // sequences are not indented under their key
-                            for item in s {
-                                self.newline();
-                                self.indent_to(indent);
-                                self.put("-");
-                                self.seq_item(item, indent);
-                            }
-                        }
-                        _ => {
-                            self.put(" ");
-                            self.scalar(val, indent + 2);
-                        }
-                    }
-                }
-            }
-            J::Seq(items) if !items.is_empty() => {
-                let mut first = true;
-                for item in items {
-                    if !(first && (ctx == Ctx::Root || ctx == Ctx::SeqItem)) {
-                        self.newline();
-                        self.indent_to(indent);
-                    }
-                    first = false;
-                    self.put("-");
-                    self.seq_item(item, indent);
-                }
-            }
-            _ => {
-                if ctx == Ctx::MapValue {
-                    self.put(" ");
-                }
-                self.scalar(v, indent + if ctx == Ctx::Root { 0 } else { 2 });
-            }
-        }
-    }
-
-    /// After "-": emits a sequence item whose dash is at column `indent`.
-    fn seq_item(&mut self, item: &J, indent: usize) {
-        match item {
-            J::Map(m) if !m.is_empty() => {
-                self.put(" ");
-                self.node(item, indent + 2, Ctx::SeqItem);
-            }
-            J::Seq(s) if !s.is_empty() => {
-                self.put(" ");
-                self.node(item, indent + 2, Ctx::SeqItem);
-            }
-            _ => {
-                self.put(" ");
-                self.scalar(item, indent + 2);
-            }
-        }
-    }
-
-    fn scalar(&mut self, v: &J, indent: usize) {
-        match v {
-            J::Null => self.put("null"),
-            J::Bool(b) => self.put(if *b { "true" } else { "false" }),
-            J::Int(i) => self.put(&i.to_string()),
-            J::Float(f) => {
-                let s = if f.is_nan() {
-                    ".nan".to_string()
-                } else if f.is_infinite() {
-                    if *f > 0.0 {
-                        ".inf".into()
-                    } else {
-                        "-.inf".into()
-                    }
-                } else {
-                    format_float_g(*f, None, false)
-                };
-                self.put(&s)
-            }
-            J::Str(s) => self.scalar_str(s, indent, false),
-            J::Map(_) => self.put("{}"),
-            J::Seq(_) => self.put("[]"),
-        }
-    }
-
-    /// A string scalar; `indent` is the indentation for continuation lines / block content.
-    fn scalar_str(&mut self, s: &str, indent: usize, simple_key: bool) {
-        let style = select_style(s, simple_key);
-        match style {
-            Style::Plain => self.write_plain(s, indent, !simple_key),
-            Style::Single => self.write_single(s, indent, !simple_key),
-            Style::Double => self.write_double(s, indent, !simple_key),
-            Style::Literal => self.write_literal(s, indent),
-        }
-    }
-
-    fn write_indent(&mut self, indent: usize) {
-        self.newline();
-        self.indent_to(indent);
-    }
-
-    fn write_plain(&mut self, s: &str, indent: usize, allow_breaks: bool) {
-        let chars: Vec<char> = s.chars().collect();
-        let mut spaces = false;
-        let mut buf = [0u8; 4];
-        for (i, &c) in chars.iter().enumerate() {
-            if c == ' ' {
-                if allow_breaks
-                    && !spaces
-                    && self.column > BEST_WIDTH
-                    && chars.get(i + 1).is_some_and(|&n| n != ' ')
-                {
-                    self.write_indent(indent);
-                } else {
-                    self.put(" ");
-                }
-                spaces = true;
-            } else {
-                self.put(c.encode_utf8(&mut buf));
-                spaces = false;
-            }
-        }
-    }
-
-    fn write_single(&mut self, s: &str, indent: usize, allow_breaks: bool) {
-        self.put("'");
-        let chars: Vec<char> = s.chars().collect();
-        let mut spaces = false;
-        let mut breaks = false;
-        let mut buf = [0u8; 4];
-        let n = chars.len();
-        for (i, &c) in chars.iter().enumerate() {
-            if c == ' ' {
-                if allow_breaks
-                    && !spaces
-                    && self.column > BEST_WIDTH
-                    && i > 0
-                    && i + 1 < n
-                    && chars.get(i + 1).is_some_and(|&x| x != ' ')
-                {
-                    self.write_indent(indent);
-                } else {
-                    self.put(" ");
-                }
-                spaces = true;
-            } else if is_break(c) {
-                if !breaks && c == '\n' {
-                    self.newline();
-                }
-                self.write_break(c);
-                breaks = true;
-            } else {
-                if breaks {
-                    self.indent_to(indent);
-                }
-                if c == '\'' {
-                    self.put("'");
-                }
-                self.put(c.encode_utf8(&mut buf));
-                spaces = false;
-                breaks = false;
-            }
-        }
-        self.put("'");
-    }
-
-    fn write_double(&mut self, s: &str, indent: usize, allow_breaks: bool) {
-        self.put("\"");
-        let chars: Vec<char> = s.chars().collect();
-        let n = chars.len();
-        let mut spaces = false;
-        let mut buf = [0u8; 4];
-        for (i, &c) in chars.iter().enumerate() {
-            if !is_printable(c) || c == '\u{FEFF}' || is_break(c) || c == '"' || c == '\\' {
-                let esc = match c {
-                    '\0' => "\\0".to_string(),
-                    '\u{7}' => "\\a".into(),
-                    '\u{8}' => "\\b".into(),
-                    '\t' => "\\t".into(),
-                    '\n' => "\\n".into(),
-                    '\u{b}' => "\\v".into(),
-                    '\u{c}' => "\\f".into(),
-                    '\r' => "\\r".into(),
-                    '\u{1b}' => "\\e".into(),
-                    '"' => "\\\"".into(),
-                    '\\' => "\\\\".into(),
-                    '\u{85}' => "\\N".into(),
-                    '\u{a0}' => "\\_".into(),
-                    '\u{2028}' => "\\L".into(),
-                    '\u{2029}' => "\\P".into(),
-                    c if (c as u32) <= 0xff => format!("\\x{:02X}", c as u32),
-                    c if (c as u32) <= 0xffff => format!("\\u{:04X}", c as u32),
-                    c => format!("\\U{:08X}", c as u32),
-                };
-                self.put(&esc);
-                spaces = false;
-            } else if c == ' ' {
-                if allow_breaks && !spaces && self.column > BEST_WIDTH && i != 0 && i + 1 != n {
-                    self.write_indent(indent);
-                    if chars.get(i + 1) == Some(&' ') {
-                        self.put("\\");
-                    }
-                } else {
-                    self.put(" ");
-                }
-                spaces = true;
-            } else {
-                self.put(c.encode_utf8(&mut buf));
-                spaces = false;
-            }
-        }
-        self.put("\"");
-    }
-
-    fn write_literal(&mut self, s: &str, indent: usize) {
-        self.put("|");
-        let first = s.chars().next();
-        if first.is_some_and(|c| c == ' ' || is_break(c)) {
-            self.put("2");
-        }
-        let chars: Vec<char> = s.chars().collect();
-        let chomp = match chars.last() {
-            None => "-",
-            Some(&l) if !is_break(l) => "-",
-            Some(_) if chars.len() == 1 => "+",
-            Some(_) => {
-                if is_break(chars[chars.len() - 2]) {
-                    "+"
-                } else {
-                    ""
-                }
-            }
-        };
-        self.put(chomp);
-        self.newline();
-        let mut breaks = true;
-        let mut buf = [0u8; 4];
-        for &c in &chars {
-            if is_break(c) {
-                self.write_break(c);
-                breaks = true;
-            } else {
-                if breaks {
-                    self.indent_to(indent);
-                    breaks = false;
-                }
-                self.put(c.encode_utf8(&mut buf));
-            }
-        }
-        // libyaml does not write another line break after a block scalar that ended with one
-        self.skip_nl = breaks;
-    }
-}
-
-fn is_break(c: char) -> bool {
-    matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
-}
-
-/// libyaml's is_printable (with unicode output enabled).
-fn is_printable(c: char) -> bool {
-    let u = c as u32;
-    u == 0x0A
-        || (0x20..=0x7E).contains(&u)
-        || u == 0x85
-        || (0xA0..=0xD7FF).contains(&u)
-        || (0xE000..=0xFFFD).contains(&u) && u != 0xFEFF
-}
-
-/// Whether go-yaml v2 would resolve this plain scalar to something other than a string.
-pub(crate) fn resolves_non_string(s: &str) -> bool {
-    match s {
-        "" | "~" | "null" | "Null" | "NULL" => return true,
-        "y" | "Y" | "yes" | "Yes" | "YES" | "n" | "N" | "no" | "No" | "NO" | "true" | "True"
-        | "TRUE" | "false" | "False" | "FALSE" | "on" | "On" | "ON" | "off" | "Off" | "OFF" => {
-            return true;
-        }
-        ".nan" | ".NaN" | ".NAN" | ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF"
-        | "-.inf" | "-.Inf" | "-.INF" | "<<" => return true,
-        _ => {}
-    }
-    let Some(first) = s.chars().next() else {
-        return true;
-    };
-    if !(first.is_ascii_digit() || first == '-' || first == '+' || first == '.') {
-        return false;
-    }
-    let plain: String = s.chars().filter(|&c| c != '_').collect();
-    if go_parse_int(&plain) {
-        return true;
-    }
-    if is_yaml_float(&plain) {
-        return true;
-    }
-    if let Some(r) = plain.strip_prefix("0b")
-        && !r.is_empty()
-        && r.chars().all(|c| c == '0' || c == '1')
-    {
-        return true;
-    }
-    if let Some(r) = plain.strip_prefix("-0b")
-        && !r.is_empty()
-        && r.chars().all(|c| c == '0' || c == '1')
-    {
-        return true;
-    }
-    if is_timestamp(s) {
-        return true;
-    }
-    // base 60 floats (go-yaml's isBase60Float) are also quoted
-    is_base60_float(s)
 }
 
 fn go_parse_int(s: &str) -> bool {
@@ -680,283 +203,6 @@ fn is_yaml_float(s: &str) -> bool {
         }
     }
     i == b.len()
-}
-
-fn is_base60_float(s: &str) -> bool {
-    // ^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$
-    let b = s.as_bytes();
-    let mut i = 0;
-    if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
-        i += 1;
-    }
-    if !(i < b.len() && b[i].is_ascii_digit()) {
-        return false;
-    }
-    i += 1;
-    while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
-        i += 1;
-    }
-    let mut groups = 0;
-    while i < b.len() && b[i] == b':' {
-        i += 1;
-        let st = i;
-        while i < b.len() && b[i].is_ascii_digit() && i - st < 2 {
-            i += 1;
-        }
-        let g = &s[st..i];
-        if g.is_empty() || (g.len() == 2 && g.as_bytes()[0] > b'5') {
-            return false;
-        }
-        groups += 1;
-    }
-    if groups == 0 {
-        return false;
-    }
-    if i < b.len() && b[i] == b'.' {
-        i += 1;
-        while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
-            i += 1;
-        }
-    }
-    i == b.len()
-}
-
-/// go-yaml v2's timestamp check: "2006-1-2T15:4:5.999999999Z07:00" (also with 't'),
-/// "2006-1-2 15:4:5.999999999" and "2006-1-2", as Go's time.Parse accepts them.
-fn is_timestamp(s: &str) -> bool {
-    fn num(s: &str, min: usize, max: usize) -> Option<(u32, &str)> {
-        let n = s
-            .bytes()
-            .take(max)
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        if n < min {
-            return None;
-        }
-        Some((s[..n].parse().ok()?, &s[n..]))
-    }
-    let Some((_, r)) = num(s, 4, 4) else {
-        return false;
-    };
-    let Some(r) = r.strip_prefix('-') else {
-        return false;
-    };
-    let Some((m, r)) = num(r, 1, 2) else {
-        return false;
-    };
-    let Some(r) = r.strip_prefix('-') else {
-        return false;
-    };
-    let Some((d, r)) = num(r, 1, 2) else {
-        return false;
-    };
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return false;
-    }
-    if r.is_empty() {
-        return true;
-    }
-    let (zone_required, r) = match r.as_bytes()[0] {
-        b'T' | b't' => (true, &r[1..]),
-        b' ' => (false, &r[1..]),
-        _ => return false,
-    };
-    let Some((h, r)) = num(r, 1, 2) else {
-        return false;
-    };
-    let Some(r) = r.strip_prefix(':') else {
-        return false;
-    };
-    let Some((mi, r)) = num(r, 1, 2) else {
-        return false;
-    };
-    let Some(r) = r.strip_prefix(':') else {
-        return false;
-    };
-    let Some((se, mut r)) = num(r, 1, 2) else {
-        return false;
-    };
-    if h > 23 || mi > 59 || se > 59 {
-        return false;
-    }
-    if let Some(f) = r.strip_prefix('.') {
-        let n = f.bytes().take_while(|b| b.is_ascii_digit()).count();
-        if n == 0 {
-            return false;
-        }
-        r = &f[n..];
-    }
-    if !zone_required {
-        return r.is_empty();
-    }
-    if r == "Z" {
-        return true;
-    }
-    let b = r.as_bytes();
-    b.len() == 6
-        && (b[0] == b'+' || b[0] == b'-')
-        && b[1].is_ascii_digit()
-        && b[2].is_ascii_digit()
-        && b[3] == b':'
-        && b[4].is_ascii_digit()
-        && b[5].is_ascii_digit()
-}
-
-/// libyaml's `yaml_emitter_check_simple_key` for a string key: one line, at most 128 bytes.
-fn is_simple_key(k: &str) -> bool {
-    k.len() <= 128 && !analyze(k).multiline
-}
-
-/// go-yaml's style choice for a string: quote when it would not read back as the same string.
-fn select_style(s: &str, simple_key: bool) -> Style {
-    let requested = if s.contains('\n') {
-        Style::Literal
-    } else if !resolves_non_string(s) {
-        Style::Plain
-    } else {
-        Style::Double
-    };
-    let a = analyze(s);
-    let mut style = requested;
-    if simple_key && a.multiline {
-        style = Style::Double;
-    }
-    if style == Style::Plain {
-        if !a.block_plain_allowed {
-            style = Style::Single;
-        }
-        if s.is_empty() && simple_key {
-            style = Style::Single;
-        }
-    }
-    if style == Style::Single && !a.single_quoted_allowed {
-        style = Style::Double;
-    }
-    if style == Style::Literal && (!a.block_allowed || simple_key) {
-        style = Style::Double;
-    }
-    style
-}
-
-struct Analysis {
-    multiline: bool,
-    block_plain_allowed: bool,
-    single_quoted_allowed: bool,
-    block_allowed: bool,
-}
-
-/// libyaml's yaml_emitter_analyze_scalar (block context).
-fn analyze(s: &str) -> Analysis {
-    if s.is_empty() {
-        return Analysis {
-            multiline: false,
-            block_plain_allowed: true,
-            single_quoted_allowed: true,
-            block_allowed: false,
-        };
-    }
-    let mut block_ind = s.starts_with("---") || s.starts_with("...");
-    let mut line_breaks = false;
-    let mut special = false;
-    let mut leading_space = false;
-    let mut leading_break = false;
-    let mut trailing_space = false;
-    let mut trailing_break = false;
-    let mut break_space = false;
-    let mut space_break = false;
-    let mut prev_space = false;
-    let mut prev_break = false;
-    let mut preceded_by_ws = true;
-    let chars: Vec<char> = s.chars().collect();
-    let n = chars.len();
-    for (i, &c) in chars.iter().enumerate() {
-        let followed_by_ws =
-            i + 1 >= n || matches!(chars[i + 1], ' ' | '\t') || is_break(chars[i + 1]);
-        if i == 0 {
-            match c {
-                '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"'
-                | '%' | '@' | '`' => block_ind = true,
-                '?' | ':' if followed_by_ws => {
-                    block_ind = true;
-                }
-                '-' if followed_by_ws => {
-                    block_ind = true;
-                }
-                _ => {}
-            }
-        } else {
-            match c {
-                ':' if followed_by_ws => {
-                    block_ind = true;
-                }
-                '#' if preceded_by_ws => {
-                    block_ind = true;
-                }
-                _ => {}
-            }
-        }
-        if !is_printable(c) || c == '\u{FEFF}' {
-            special = true;
-        }
-        if c == ' ' {
-            if i == 0 {
-                leading_space = true;
-            }
-            if i + 1 == n {
-                trailing_space = true;
-            }
-            if prev_break {
-                break_space = true;
-            }
-            prev_space = true;
-            prev_break = false;
-        } else if is_break(c) {
-            line_breaks = true;
-            if i == 0 {
-                leading_break = true;
-            }
-            if i + 1 == n {
-                trailing_break = true;
-            }
-            if prev_space {
-                space_break = true;
-            }
-            prev_space = false;
-            prev_break = true;
-        } else {
-            prev_space = false;
-            prev_break = false;
-        }
-        preceded_by_ws = matches!(c, ' ' | '\t' | '\0') || is_break(c);
-    }
-    let mut a = Analysis {
-        multiline: line_breaks,
-        block_plain_allowed: true,
-        single_quoted_allowed: true,
-        block_allowed: true,
-    };
-    if leading_space || leading_break || trailing_space || trailing_break {
-        a.block_plain_allowed = false;
-    }
-    if trailing_space {
-        a.block_allowed = false;
-    }
-    if break_space {
-        a.block_plain_allowed = false;
-        a.single_quoted_allowed = false;
-    }
-    if space_break || special {
-        a.block_plain_allowed = false;
-        a.single_quoted_allowed = false;
-        a.block_allowed = false;
-    }
-    if line_breaks {
-        a.block_plain_allowed = false;
-    }
-    if block_ind {
-        a.block_plain_allowed = false;
-    }
-    a
 }
 
 /// Parses YAML the way sigs.k8s.io/yaml.Unmarshal does for Helm: go-yaml v2's YAML 1.1
@@ -1199,7 +445,14 @@ fn resolve_plain(v: &str) -> Value {
         _ => {}
     }
     let first = v.as_bytes()[0];
-    if first.is_ascii_digit() || first == b'-' || first == b'+' || first == b'.' {
+    if first == b'.' {
+        // go-yaml v2 tries `strconv.ParseFloat` on the text as written.
+        return match crate::goyaml::go_parse_float(v) {
+            Some(f) => Value::Float(f),
+            None => Value::str(v),
+        };
+    }
+    if first.is_ascii_digit() || first == b'-' || first == b'+' {
         let plain: String = v.chars().filter(|&c| c != '_').collect();
         if go_parse_int(&plain)
             && let Some(i) = parse_int_value(&plain)
@@ -1246,7 +499,7 @@ mod tests {
     #[test]
     fn key_order() {
         let mut v = vec!["b", "a10", "a2", "_x", "A", "a"];
-        v.sort_by(|a, b| key_cmp(a, b));
+        v.sort_by(|a, b| goyaml::go_key_cmp(a, b));
         assert_eq!(v, vec!["_x", "A", "a", "a2", "a10", "b"]);
     }
 
