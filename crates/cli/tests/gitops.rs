@@ -10,7 +10,9 @@
 use std::time::Duration;
 
 use fleet_api::{Bundle, BundleDeployment, Cluster, ClusterGroup};
-use fleet_testkit::{FleetController, FleetServer, GitDaemon, GitRepo, Kubectl, eventually, fleet_bin};
+use fleet_testkit::{
+    FleetController, FleetServer, GitDaemon, GitRepo, Kubectl, eventually, fleet_bin,
+};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(60);
@@ -20,7 +22,9 @@ fn cns(cluster: &str) -> String {
 }
 
 fn get<T: serde::de::DeserializeOwned>(k: &Kubectl, args: &[&str]) -> Result<T, String> {
-    let v = k.get_json(args).ok_or_else(|| format!("kubectl get {args:?} failed"))?;
+    let v = k
+        .get_json(args)
+        .ok_or_else(|| format!("kubectl get {args:?} failed"))?;
     serde_json::from_value(v).map_err(|e| format!("decoding {args:?}: {e}"))
 }
 
@@ -36,32 +40,51 @@ fn absent(k: &Kubectl, cluster: &str, name: &str) -> Result<(), String> {
 }
 
 fn gitrepo(k: &Kubectl, name: &str) -> Result<Value, String> {
-    k.get_json(&["gitrepo", name, "-n", "fleet-default"]).ok_or_else(|| format!("no gitrepo {name}"))
+    k.get_json(&["gitrepo", name, "-n", "fleet-default"])
+        .ok_or_else(|| format!("no gitrepo {name}"))
 }
 
 #[test]
 fn gitops_pipeline() {
     let (Some(_), Some(_)) = (fleet_testkit::tools::kubectl(), fleet_testkit::tools::git()) else {
-        assert!(!fleet_testkit::in_ci(), "kubectl and git are required under CI");
+        assert!(
+            !fleet_testkit::in_ci(),
+            "kubectl and git are required under CI"
+        );
         println!("skipping: kubectl or git missing");
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let srv = FleetServer::start(fleet_bin!(), &tmp.path().join("server"), &["--no-controllers"]);
+    let srv = FleetServer::start(
+        fleet_bin!(),
+        &tmp.path().join("server"),
+        &["--no-controllers"],
+    );
     let k = srv.kubectl().unwrap();
-    let crds = std::process::Command::new(fleet_bin!()).args(["install", "crds"]).output().unwrap();
+    let crds = std::process::Command::new(fleet_bin!())
+        .args(["install", "crds"])
+        .output()
+        .unwrap();
     assert!(crds.status.success());
     k.apply(&String::from_utf8_lossy(&crds.stdout));
     eventually("fleet CRDs served", T, || {
-        k.get_json(&["gitrepos", "-A"]).map(|_| ()).ok_or("not yet".to_string())
+        k.get_json(&["gitrepos", "-A"])
+            .map(|_| ())
+            .ok_or("not yet".to_string())
     });
 
     // The repository: path a (fleet.yaml + ConfigMap), path b (plain YAML).
     let repos = tmp.path().join("repos");
     let repo = GitRepo::init(&repos.join("app"));
     repo.write("a/fleet.yaml", "defaultNamespace: app-a\n")
-        .write("a/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  v: \"1\"\n")
-        .write("b/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n");
+        .write(
+            "a/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  v: \"1\"\n",
+        )
+        .write(
+            "b/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n",
+        );
     let c1 = repo.commit("first");
     let daemon = GitDaemon::start(&repos);
     let url = daemon.repo_url("app");
@@ -95,35 +118,77 @@ fn gitops_pipeline() {
     // Bundles as `fleet apply -o -` writes them for the same checkout.
     let _: Bundle = eventually("bundle gr-a at the first commit", T, || {
         let b: Bundle = get(&k, &["bundle", "gr-a", "-n", "fleet-default"])?;
-        let commit = b.metadata.labels.clone().unwrap_or_default().get("fleet.cattle.io/commit").cloned();
-        if commit.as_deref() == Some(c1.as_str()) { Ok(b) } else { Err(format!("commit {commit:?}")) }
+        let commit = b
+            .metadata
+            .labels
+            .clone()
+            .unwrap_or_default()
+            .get("fleet.cattle.io/commit")
+            .cloned();
+        if commit.as_deref() == Some(c1.as_str()) {
+            Ok(b)
+        } else {
+            Err(format!("commit {commit:?}"))
+        }
     });
     let g: fleet_api::GitRepo = get(&k, &["gitrepo", "gr", "-n", "fleet-default"]).unwrap();
     let tf = tmp.path().join("targets.json");
-    std::fs::write(&tf, fleet_controller::gitrepo::targets_file_json(&g).to_string()).unwrap();
+    std::fs::write(
+        &tf,
+        fleet_controller::gitrepo::targets_file_json(&g).to_string(),
+    )
+    .unwrap();
     let out = std::process::Command::new(fleet_bin!())
         .current_dir(&repo.dir)
-        .args(["apply", "-o", "-", "-n", "fleet-default", "-l", "fleet.cattle.io/repo-name=gr", "--commit", &c1, "--targets-file"])
+        .args([
+            "apply",
+            "-o",
+            "-",
+            "-n",
+            "fleet-default",
+            "-l",
+            "fleet.cattle.io/repo-name=gr",
+            "--commit",
+            &c1,
+            "--targets-file",
+        ])
         .arg(&tf)
         .args(["gr", "a", "b"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout)).unwrap();
-    let cli: Vec<Bundle> = docs.into_iter().map(|d| serde_json::from_value(d).unwrap()).collect();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let cli: Vec<Bundle> = docs
+        .into_iter()
+        .map(|d| serde_json::from_value(d).unwrap())
+        .collect();
     assert_eq!(cli.len(), 2);
     for want in &cli {
         let name = want.metadata.name.clone().unwrap();
         let got: Bundle = get(&k, &["bundle", &name, "-n", "fleet-default"]).unwrap();
-        assert_eq!(got.spec, want.spec, "bundle {name} spec differs from fleet apply -o -");
-        assert_eq!(got.metadata.labels, want.metadata.labels, "bundle {name} labels");
+        assert_eq!(
+            got.spec, want.spec,
+            "bundle {name} spec differs from fleet apply -o -"
+        );
+        assert_eq!(
+            got.metadata.labels, want.metadata.labels,
+            "bundle {name} labels"
+        );
     }
 
     // BundleDeployments with upstream's names, labels and deploymentIDs.
     let d = eventually("gr-a deployed to c1", T, || bd(&k, "c1", "gr-a"));
     eventually("gr-b deployed to c1", T, || bd(&k, "c1", "gr-b"));
     absent(&k, "c2", "gr-a").unwrap();
-    let clusters: Vec<Cluster> = ["c1", "c2"].iter().map(|c| get(&k, &["cluster", c, "-n", "fleet-default"]).unwrap()).collect();
+    let clusters: Vec<Cluster> = ["c1", "c2"]
+        .iter()
+        .map(|c| get(&k, &["cluster", c, "-n", "fleet-default"]).unwrap())
+        .collect();
     let fleet = fleet_targeting::Fleet::new(clusters.clone(), vec![], vec![]);
     let mid = fleet_targeting::manifest_id(&cli[0]);
     let want = fleet_targeting::targets(&cli[0], &fleet, &mid, &mut Default::default()).unwrap();
@@ -142,10 +207,16 @@ fn gitops_pipeline() {
     ] {
         assert_eq!(l.get(key).map(String::as_str), Some(v), "label {key}");
     }
-    assert!(k.get_json(&["content", &mid]).is_some(), "Content {mid} created");
+    assert!(
+        k.get_json(&["content", &mid]).is_some(),
+        "Content {mid} created"
+    );
     let ns = k.get_json(&["namespace", &cns("c1")]).unwrap();
     assert_eq!(ns["metadata"]["labels"]["fleet.cattle.io/managed"], "true");
-    assert_eq!(ns["metadata"]["annotations"]["fleet.cattle.io/cluster"], "c1");
+    assert_eq!(
+        ns["metadata"]["annotations"]["fleet.cattle.io/cluster"],
+        "c1"
+    );
     // gr2 targets group grp (env=prod): c2 only.
     eventually("gr2-a deployed to c2", T, || bd(&k, "c2", "gr2-a"));
     absent(&k, "c1", "gr2-a").unwrap();
@@ -162,11 +233,20 @@ fn gitops_pipeline() {
     assert_eq!(ctl.metric("fleet_controller_git_fetches_total"), 1);
 
     // A new commit changes the deploymentIDs.
-    repo.write("a/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  v: \"2\"\n");
+    repo.write(
+        "a/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  v: \"2\"\n",
+    );
     let c2 = repo.commit("second");
     eventually("new deploymentID on c1", T, || {
         let n = bd(&k, "c1", "gr-a")?;
-        if n.spec.deployment_id != d.spec.deployment_id && n.metadata.labels.as_ref().and_then(|l| l.get("fleet.cattle.io/commit")) == Some(&c2) {
+        if n.spec.deployment_id != d.spec.deployment_id
+            && n.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("fleet.cattle.io/commit"))
+                == Some(&c2)
+        {
             Ok(())
         } else {
             Err(n.spec.deployment_id)
@@ -181,15 +261,37 @@ fn gitops_pipeline() {
         }
         Ok(())
     });
-    assert_eq!(ctl.metric("fleet_controller_git_fetches_total"), 2, "one fetch per commit");
+    assert_eq!(
+        ctl.metric("fleet_controller_git_fetches_total"),
+        2,
+        "one fetch per commit"
+    );
 
     // A Cluster label change adds and removes its BundleDeployments.
-    k.ok(&["label", "cluster", "c2", "-n", "fleet-default", "env=dev", "--overwrite"]);
+    k.ok(&[
+        "label",
+        "cluster",
+        "c2",
+        "-n",
+        "fleet-default",
+        "env=dev",
+        "--overwrite",
+    ]);
     eventually("gr-a added to c2", T, || bd(&k, "c2", "gr-a"));
     eventually("gr2-a removed from c2", T, || absent(&k, "c2", "gr2-a"));
 
     // A ClusterGroup selector change does the same.
-    k.ok(&["patch", "clustergroup", "grp", "-n", "fleet-default", "--type", "merge", "-p", r#"{"spec":{"selector":{"matchLabels":{"env":"dev"}}}}"#]);
+    k.ok(&[
+        "patch",
+        "clustergroup",
+        "grp",
+        "-n",
+        "fleet-default",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"selector":{"matchLabels":{"env":"dev"}}}}"#,
+    ]);
     eventually("gr2-a on c1", T, || bd(&k, "c1", "gr2-a"));
     eventually("gr2-a on c2", T, || bd(&k, "c2", "gr2-a"));
 
@@ -206,7 +308,10 @@ fn gitops_pipeline() {
     eventually("cluster c1 status", T, || {
         let c: Cluster = get(&k, &["cluster", "c1", "-n", "fleet-default"])?;
         let s = c.status.unwrap_or_default();
-        if s.namespace == cns("c1") && s.display.state == "WaitCheckIn" && s.display.ready_bundles == "0/3" {
+        if s.namespace == cns("c1")
+            && s.display.state == "WaitCheckIn"
+            && s.display.ready_bundles == "0/3"
+        {
             Ok(())
         } else {
             Err(format!("{:?}", s.display))
@@ -216,22 +321,51 @@ fn gitops_pipeline() {
     // A resync that changes nothing writes nothing.
     let writes = ctl.settled_writes(Duration::from_secs(1), T);
     let reconciles = ctl.metric("fleet_controller_reconciles_total{kind=\"bundle\"}");
-    k.ok(&["label", "cluster", "c1", "-n", "fleet-default", "unrelated=x"]);
+    k.ok(&[
+        "label",
+        "cluster",
+        "c1",
+        "-n",
+        "fleet-default",
+        "unrelated=x",
+    ]);
     eventually("bundles reconciled after the label change", T, || {
         let r = ctl.metric("fleet_controller_reconciles_total{kind=\"bundle\"}");
-        if r >= reconciles + 3 { Ok(()) } else { Err(format!("{r}")) }
+        if r >= reconciles + 3 {
+            Ok(())
+        } else {
+            Err(format!("{r}"))
+        }
     });
     let until = std::time::Instant::now() + Duration::from_secs(2);
     while std::time::Instant::now() < until {
-        assert_eq!(ctl.metric("fleet_controller_api_writes_total"), writes, "a no-op resync wrote");
+        assert_eq!(
+            ctl.metric("fleet_controller_api_writes_total"),
+            writes,
+            "a no-op resync wrote"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 
     // keepResources reaches the BundleDeployments.
-    k.ok(&["patch", "gitrepo", "gr", "-n", "fleet-default", "--type", "merge", "-p", r#"{"spec":{"keepResources":true}}"#]);
+    k.ok(&[
+        "patch",
+        "gitrepo",
+        "gr",
+        "-n",
+        "fleet-default",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"keepResources":true}}"#,
+    ]);
     eventually("keepResources on gr-a BDs", T, || {
         let n = bd(&k, "c1", "gr-a")?;
-        if n.spec.options.keep_resources { Ok(()) } else { Err("not yet".into()) }
+        if n.spec.options.keep_resources {
+            Ok(())
+        } else {
+            Err("not yet".into())
+        }
     });
 
     // A broken fleet.yaml in path b: Ready=False naming it; path a still deploys the new commit.
@@ -239,28 +373,86 @@ fn gitops_pipeline() {
     let c3 = repo.commit("broken b");
     eventually("gitrepo reports the broken fleet.yaml", T, || {
         let g = gitrepo(&k, "gr")?;
-        let ready = g["status"]["conditions"].as_array().cloned().unwrap_or_default().into_iter().find(|c| c["type"] == "Ready").unwrap_or_default();
+        let ready = g["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c["type"] == "Ready")
+            .unwrap_or_default();
         let msg = ready["message"].as_str().unwrap_or("").to_string();
-        if ready["status"] == "False" && msg.contains("path b") && msg.contains("fleet.yaml") { Ok(()) } else { Err(msg) }
+        if ready["status"] == "False" && msg.contains("path b") && msg.contains("fleet.yaml") {
+            Ok(())
+        } else {
+            Err(msg)
+        }
     });
     eventually("gr-a at the third commit", T, || {
         let b: Bundle = get(&k, &["bundle", "gr-a", "-n", "fleet-default"])?;
-        if b.metadata.labels.unwrap_or_default().get("fleet.cattle.io/commit") == Some(&c3) { Ok(()) } else { Err("old".into()) }
+        if b.metadata
+            .labels
+            .unwrap_or_default()
+            .get("fleet.cattle.io/commit")
+            == Some(&c3)
+        {
+            Ok(())
+        } else {
+            Err("old".into())
+        }
     });
-    assert!(get::<Bundle>(&k, &["bundle", "gr-b", "-n", "fleet-default"]).is_ok(), "gr-b kept while its path is broken");
+    assert!(
+        get::<Bundle>(&k, &["bundle", "gr-b", "-n", "fleet-default"]).is_ok(),
+        "gr-b kept while its path is broken"
+    );
 
     // Printer columns.
-    let table = k.ok(&["get", "gitrepos,bundles,clusters,clustergroups,bundledeployments", "-A"]);
-    for col in ["REPO", "COMMIT", "BUNDLEDEPLOYMENTS-READY", "BUNDLES-READY", "CLUSTERS-READY", "DEPLOYED"] {
+    let table = k.ok(&[
+        "get",
+        "gitrepos,bundles,clusters,clustergroups,bundledeployments",
+        "-A",
+    ]);
+    for col in [
+        "REPO",
+        "COMMIT",
+        "BUNDLEDEPLOYMENTS-READY",
+        "BUNDLES-READY",
+        "CLUSTERS-READY",
+        "DEPLOYED",
+    ] {
         assert!(table.contains(col), "column {col} missing:\n{table}");
     }
-    assert!(table.contains(&c3), "the commit column shows the commit:\n{table}");
+    assert!(
+        table.contains(&c3),
+        "the commit column shows the commit:\n{table}"
+    );
 
     // Deleting a GitRepo deletes its Bundles and their BundleDeployments.
-    k.ok(&["delete", "gitrepo", "gr", "-n", "fleet-default", "--wait=false"]);
+    k.ok(&[
+        "delete",
+        "gitrepo",
+        "gr",
+        "-n",
+        "fleet-default",
+        "--wait=false",
+    ]);
     eventually("gr bundles gone", T, || {
-        let l = k.get_json(&["bundles", "-n", "fleet-default", "-l", "fleet.cattle.io/repo-name=gr"]).ok_or("list")?;
-        if l["items"].as_array().is_some_and(|a| a.is_empty()) { Ok(()) } else { Err(format!("{}", l["items"].as_array().map(|a| a.len()).unwrap_or(0))) }
+        let l = k
+            .get_json(&[
+                "bundles",
+                "-n",
+                "fleet-default",
+                "-l",
+                "fleet.cattle.io/repo-name=gr",
+            ])
+            .ok_or("list")?;
+        if l["items"].as_array().is_some_and(|a| a.is_empty()) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}",
+                l["items"].as_array().map(|a| a.len()).unwrap_or(0)
+            ))
+        }
     });
     eventually("gr BDs gone", T, || {
         absent(&k, "c1", "gr-a")?;
@@ -281,22 +473,37 @@ fn gitops_pipeline() {
 #[test]
 fn gitops_basic_auth() {
     let (Some(_), Some(_)) = (fleet_testkit::tools::kubectl(), fleet_testkit::tools::git()) else {
-        assert!(!fleet_testkit::in_ci(), "kubectl and git are required under CI");
+        assert!(
+            !fleet_testkit::in_ci(),
+            "kubectl and git are required under CI"
+        );
         println!("skipping: kubectl or git missing");
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let srv = FleetServer::start(fleet_bin!(), &tmp.path().join("server"), &["--no-controllers"]);
+    let srv = FleetServer::start(
+        fleet_bin!(),
+        &tmp.path().join("server"),
+        &["--no-controllers"],
+    );
     let k = srv.kubectl().unwrap();
-    let crds = std::process::Command::new(fleet_bin!()).args(["install", "crds"]).output().unwrap();
+    let crds = std::process::Command::new(fleet_bin!())
+        .args(["install", "crds"])
+        .output()
+        .unwrap();
     assert!(crds.status.success());
     k.apply(&String::from_utf8_lossy(&crds.stdout));
     eventually("fleet CRDs served", T, || {
-        k.get_json(&["gitrepos", "-A"]).map(|_| ()).ok_or("not yet".to_string())
+        k.get_json(&["gitrepos", "-A"])
+            .map(|_| ())
+            .ok_or("not yet".to_string())
     });
     let repos = tmp.path().join("repos");
     let repo = GitRepo::init(&repos.join("app"));
-    repo.write("a/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n");
+    repo.write(
+        "a/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+    );
     let head = repo.commit("first");
     let http = fleet_testkit::GitHttpServer::start(&repos, "fleet", "s3cret");
     let url = http.repo_url("app");
@@ -316,20 +523,53 @@ fn gitops_basic_auth() {
         ));
     }
     eventually("good: bundle at the commit", T, || {
-        let b: Bundle = get(&k, &["bundle", "good-a", "-n", "fleet-default"])?;
-        if b.metadata.labels.unwrap_or_default().get("fleet.cattle.io/commit") == Some(&head) { Ok(()) } else { Err("old".into()) }
+        let b: Bundle = get(&k, &["bundle", "good-a", "-n", "fleet-default"]).map_err(|e| {
+            format!(
+                "{e}; gitrepo status {}",
+                gitrepo(&k, "good")
+                    .map(|g| g["status"].to_string())
+                    .unwrap_or_default()
+            )
+        })?;
+        if b.metadata
+            .labels
+            .unwrap_or_default()
+            .get("fleet.cattle.io/commit")
+            == Some(&head)
+        {
+            Ok(())
+        } else {
+            Err("old".into())
+        }
     });
     eventually("bad: authentication failure reported", T, || {
         let g = gitrepo(&k, "bad")?;
-        let c = g["status"]["conditions"].as_array().cloned().unwrap_or_default().into_iter().find(|c| c["type"] == "GitPolling").unwrap_or_default();
+        let c = g["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c["type"] == "GitPolling")
+            .unwrap_or_default();
         let msg = c["message"].as_str().unwrap_or("").to_string();
-        if c["status"] == "False" && msg.contains("authentication failed") { Ok(()) } else { Err(g["status"].to_string()) }
+        if c["status"] == "False" && msg.contains("authentication failed") {
+            Ok(())
+        } else {
+            Err(g["status"].to_string())
+        }
     });
-    assert!(get::<Bundle>(&k, &["bundle", "bad-a", "-n", "fleet-default"]).is_err(), "no bundle without access");
+    assert!(
+        get::<Bundle>(&k, &["bundle", "bad-a", "-n", "fleet-default"]).is_err(),
+        "no bundle without access"
+    );
     // No retry storm: over 10 s, a 1 s retry would refuse ~20 requests; the backoff allows a few.
     let before = http.refused.load(std::sync::atomic::Ordering::Relaxed);
     std::thread::sleep(Duration::from_secs(10));
     let after = http.refused.load(std::sync::atomic::Ordering::Relaxed);
-    assert!(after - before <= 6, "{} refused requests in 10 s: a retry storm", after - before);
+    assert!(
+        after - before <= 6,
+        "{} refused requests in 10 s: a retry storm",
+        after - before
+    );
     drop(ctl);
 }

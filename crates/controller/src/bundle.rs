@@ -11,9 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_api::keys::*;
-use fleet_api::{
-    Bundle, BundleDeployment, BundleStatus, BundleSummary, Cluster, PartitionStatus,
-};
+use fleet_api::{Bundle, BundleDeployment, BundleStatus, BundleSummary, Cluster, PartitionStatus};
 use fleet_targeting::rollout::{DeploymentIds, RolloutTarget};
 use fleet_targeting::{Fleet, Stats};
 use futures::StreamExt;
@@ -49,14 +47,22 @@ pub(crate) fn kerr(context: impl Into<String>) -> impl FnOnce(kube::Error) -> Re
 
 /// Runs the Bundle controller until its trigger streams end.
 pub async fn controller(ctx: Arc<Context>) {
-    let sub = ctx.subscriptions.lock().ok().and_then(|mut s| s.bundles.take());
+    let sub = ctx
+        .subscriptions
+        .lock()
+        .ok()
+        .and_then(|mut s| s.bundles.take());
     let rx = ctx.receivers.lock().ok().and_then(|mut r| r.bundle.take());
     let (Some(sub), Some(rx)) = (sub, rx) else {
         return;
     };
     Controller::for_shared_stream(sub, ctx.stores.bundles.clone())
         .reconcile_on(crate::gitrepo::channel_stream(rx))
-        .with_config(Config::default().debounce(Duration::from_millis(50)).concurrency(8))
+        .with_config(
+            Config::default()
+                .debounce(Duration::from_millis(50))
+                .concurrency(8),
+        )
         .run(reconcile, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
@@ -87,7 +93,13 @@ pub fn fleet_index(ctx: &Context) -> Fleet {
         .filter(|c| c.status.as_ref().is_some_and(|s| !s.namespace.is_empty()))
         .map(|c| (**c).clone())
         .collect();
-    let groups = ctx.stores.groups.state().iter().map(|g| (**g).clone()).collect();
+    let groups = ctx
+        .stores
+        .groups
+        .state()
+        .iter()
+        .map(|g| (**g).clone())
+        .collect();
     Fleet::new(clusters, groups, Vec::new())
 }
 
@@ -165,7 +177,12 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
 
     // Existing BDs of the targets, straight from the cache.
     let cluster_of = |i: usize| &fleet.clusters[i];
-    let bd_ns = |c: &Cluster| c.status.as_ref().map(|s| s.namespace.clone()).unwrap_or_default();
+    let bd_ns = |c: &Cluster| {
+        c.status
+            .as_ref()
+            .map(|s| s.namespace.clone())
+            .unwrap_or_default()
+    };
     let existing: Vec<Option<Arc<BundleDeployment>>> = targets
         .iter()
         .map(|t| {
@@ -224,7 +241,10 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         if d.deployment_id != t.deployment_id {
             // Not promoted by rollout: keep what the cluster currently deploys.
             want.spec.deployment_id = d.deployment_id.clone();
-            want.spec.options = ex.as_ref().map(|e| e.spec.options.clone()).unwrap_or_default();
+            want.spec.options = ex
+                .as_ref()
+                .map(|e| e.spec.options.clone())
+                .unwrap_or_default();
         }
         let secret = split_values(&mut want);
         let key = (
@@ -237,9 +257,9 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
             view.status = e.status.clone();
         }
         shown.push(Some(view));
-        let same = ex.as_ref().is_some_and(|e| {
-            e.spec == want.spec && e.metadata.labels == want.metadata.labels
-        });
+        let same = ex
+            .as_ref()
+            .is_some_and(|e| e.spec == want.spec && e.metadata.labels == want.metadata.labels);
         if !same {
             writes.push(write_bd(ctx.clone(), want, ex.clone(), secret));
         }
@@ -351,7 +371,7 @@ async fn write_status(
     let api: Api<Bundle> = Api::namespaced(ctx.client.clone(), &ns);
     let mut obj = bundle.clone();
     obj.status = Some(status);
-        ctx.metrics.write();
+    ctx.metrics.write();
     api.replace_status(&name, &PostParams::default(), &obj)
         .await
         .map_err(kerr(format!("updating status of bundle {ns}/{name}")))?;
@@ -385,7 +405,11 @@ async fn load_values(ctx: &Context, b: &mut Bundle) -> Result<(), String> {
     for (k, v) in &data {
         let values = parse(k, v)?;
         if k == "values.yaml" {
-            b.spec.options.helm.get_or_insert_with(Default::default).values = Some(values);
+            b.spec
+                .options
+                .helm
+                .get_or_insert_with(Default::default)
+                .values = Some(values);
         } else if let Some(t) = b.spec.targets.iter_mut().find(|t| &t.name == k) {
             t.options.helm.get_or_insert_with(Default::default).values = Some(values);
         }
@@ -486,7 +510,10 @@ async fn delete_bds(ctx: &Arc<Context>, keys: &[(String, String)]) -> Result<(),
         async move {
             let api: Api<BundleDeployment> = Api::namespaced(ctx.client.clone(), &ns);
             let cached = ctx.stores.bds.get(&ObjectRef::new(&name).within(&ns));
-            if cached.as_ref().is_some_and(|c| c.metadata.deletion_timestamp.is_some()) {
+            if cached
+                .as_ref()
+                .is_some_and(|c| c.metadata.deletion_timestamp.is_some())
+            {
                 return Ok(());
             }
             ctx.metrics.write();
@@ -517,7 +544,12 @@ struct Manifest<'a> {
 
 /// Creates the Content `mid` once (if this process has not seen it).
 async fn ensure_content(ctx: &Context, b: &Bundle, mid: &str) -> Result<(), ReconcileError> {
-    if ctx.contents.lock().map(|s| s.contains(mid)).unwrap_or(false) {
+    if ctx
+        .contents
+        .lock()
+        .map(|s| s.contains(mid))
+        .unwrap_or(false)
+    {
         return Ok(());
     }
     let json = fleet_api::fleetyaml::go_json_ordered(&Manifest {
@@ -527,7 +559,9 @@ async fn ensure_content(ctx: &Context, b: &Bundle, mid: &str) -> Result<(), Reco
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(&mut gz, json.as_bytes())
         .map_err(|e| ReconcileError::Other(e.to_string()))?;
-    let bytes = gz.finish().map_err(|e| ReconcileError::Other(e.to_string()))?;
+    let bytes = gz
+        .finish()
+        .map_err(|e| ReconcileError::Other(e.to_string()))?;
     use base64::Engine;
     let obj = json!({
         "apiVersion": API_VERSION, "kind": "Content",
@@ -571,7 +605,13 @@ pub async fn content_gc(ctx: Arc<Context>) {
             .bds
             .state()
             .iter()
-            .filter_map(|bd| bd.metadata.labels.as_ref()?.get(CONTENT_NAME_LABEL).cloned())
+            .filter_map(|bd| {
+                bd.metadata
+                    .labels
+                    .as_ref()?
+                    .get(CONTENT_NAME_LABEL)
+                    .cloned()
+            })
             .collect();
         for b in ctx.stores.bundles.state() {
             used.insert(fleet_targeting::manifest_id(&b));

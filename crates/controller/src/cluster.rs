@@ -23,14 +23,22 @@ use crate::{conditions, secs};
 
 /// Runs the Cluster controller.
 pub async fn controller(ctx: Arc<Context>) {
-    let sub = ctx.subscriptions.lock().ok().and_then(|mut s| s.clusters.take());
+    let sub = ctx
+        .subscriptions
+        .lock()
+        .ok()
+        .and_then(|mut s| s.clusters.take());
     let rx = ctx.receivers.lock().ok().and_then(|mut r| r.cluster.take());
     let (Some(sub), Some(rx)) = (sub, rx) else {
         return;
     };
     Controller::for_shared_stream(sub, ctx.stores.clusters.clone())
         .reconcile_on(channel_stream(rx))
-        .with_config(Config::default().debounce(Duration::from_millis(100)).concurrency(8))
+        .with_config(
+            Config::default()
+                .debounce(Duration::from_millis(100))
+                .concurrency(8),
+        )
         .run(reconcile, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
@@ -38,14 +46,22 @@ pub async fn controller(ctx: Arc<Context>) {
 
 /// Runs the ClusterGroup controller.
 pub async fn group_controller(ctx: Arc<Context>) {
-    let sub = ctx.subscriptions.lock().ok().and_then(|mut s| s.groups.take());
+    let sub = ctx
+        .subscriptions
+        .lock()
+        .ok()
+        .and_then(|mut s| s.groups.take());
     let rx = ctx.receivers.lock().ok().and_then(|mut r| r.group.take());
     let (Some(sub), Some(rx)) = (sub, rx) else {
         return;
     };
     Controller::for_shared_stream(sub, ctx.stores.groups.clone())
         .reconcile_on(channel_stream(rx))
-        .with_config(Config::default().debounce(Duration::from_millis(200)).concurrency(4))
+        .with_config(
+            Config::default()
+                .debounce(Duration::from_millis(200))
+                .concurrency(4),
+        )
         .run(reconcile_group, group_error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
@@ -146,7 +162,10 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
         let st = bd.status.clone().unwrap_or_default();
         let state = fleet_targeting::status::deployment_state(&bd);
         let labels = bd.metadata.labels.clone().unwrap_or_default();
-        let bns = labels.get(BUNDLE_NAMESPACE_LABEL).cloned().unwrap_or_default();
+        let bns = labels
+            .get(BUNDLE_NAMESPACE_LABEL)
+            .cloned()
+            .unwrap_or_default();
         summary.desired_ready += 1;
         fleet_targeting::status::increment(
             &mut summary,
@@ -183,7 +202,7 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
     if c.status.as_ref() != Some(&status) {
         let mut obj = (*c).clone();
         obj.status = Some(status);
-                ctx.metrics.write();
+        ctx.metrics.write();
         api.replace_status(&name, &PostParams::default(), &obj)
             .await
             .map_err(kerr(format!("updating status of cluster {ns}/{name}")))?;
@@ -191,7 +210,10 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
     Ok(Action::await_change())
 }
 
-async fn reconcile_group(g: Arc<ClusterGroup>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+async fn reconcile_group(
+    g: Arc<ClusterGroup>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
     ctx.metrics
         .clustergroup_reconciles
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -257,7 +279,7 @@ async fn reconcile_group(g: Arc<ClusterGroup>, ctx: Arc<Context>) -> Result<Acti
         let api: Api<ClusterGroup> = Api::namespaced(ctx.client.clone(), &ns);
         let mut obj = (*g).clone();
         obj.status = Some(status);
-                ctx.metrics.write();
+        ctx.metrics.write();
         api.replace_status(&name, &PostParams::default(), &obj)
             .await
             .map_err(kerr(format!("updating status of clustergroup {ns}/{name}")))?;

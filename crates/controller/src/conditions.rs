@@ -6,7 +6,9 @@ use fleet_api::Condition;
 
 /// Now, RFC 3339 with seconds (Kubernetes `metav1.Time`).
 pub fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 /// Sets condition `type_` to `status` with `reason`/`message`, keeping timestamps when unchanged.

@@ -142,7 +142,11 @@ fn shard_selector(opts: &Options) -> watcher::Config {
 
 impl Context {
     /// Creates the caches and the watch streams feeding them (not yet running).
-    pub fn start(client: kube::Client, opts: Options, cache_dir: PathBuf) -> (Context, WatchStreams) {
+    pub fn start(
+        client: kube::Client,
+        opts: Options,
+        cache_dir: PathBuf,
+    ) -> (Context, WatchStreams) {
         let (btx, brx) = unbounded_channel();
         let (gtx, grx) = unbounded_channel();
         let (ctx_, crx) = unbounded_channel();
@@ -188,7 +192,9 @@ impl Context {
             .default_backoff()
             .map_ok(move |ev| {
                 ev_objects(&ev, |b: &Bundle| {
-                    if let (Some(repo), Some(ns)) = (label(&b.metadata, REPO_LABEL), &b.metadata.namespace) {
+                    if let (Some(repo), Some(ns)) =
+                        (label(&b.metadata, REPO_LABEL), &b.metadata.namespace)
+                    {
                         let _ = t.gitrepo.send(ObjectRef::new(repo).within(ns));
                     }
                 });
@@ -212,57 +218,75 @@ impl Context {
 
         // Clusters → bundles of their namespace (on label/namespace/paused changes), groups.
         let t = triggers.clone();
-        let (old_clusters, bstore, gstore) = (stores.clusters.clone(), stores.bundles.clone(), stores.groups.clone());
-        let s = watcher(Api::<Cluster>::all(client.clone()), watcher::Config::default().any_semantic())
-            .default_backoff()
-            .map_ok(move |ev| {
-                ev_objects(&ev, |c: &Cluster| {
-                    let old = old_clusters.get(&ObjectRef::from(c));
-                    let targeting_changed = old.as_ref().is_none_or(|o| {
-                        o.metadata.labels != c.metadata.labels
-                            || o.spec.paused != c.spec.paused
-                            || o.status.as_ref().map(|s| &s.namespace) != c.status.as_ref().map(|s| &s.namespace)
-                            || c.metadata.deletion_timestamp.is_some()
-                    });
-                    let ns = c.metadata.namespace.clone().unwrap_or_default();
-                    if targeting_changed {
-                        for b in bstore.state() {
-                            // Bundles of this namespace, and bundles elsewhere (mappings).
-                            let _ = t.bundle.send(ObjectRef::from(b.as_ref()));
-                        }
-                    }
-                    let status_changed = old.as_ref().is_none_or(|o| o.status != c.status) || targeting_changed;
-                    if status_changed {
-                        for g in gstore.state().iter().filter(|g| g.metadata.namespace.as_deref() == Some(ns.as_str())) {
-                            let _ = t.group.send(ObjectRef::from(g.as_ref()));
-                        }
-                    }
+        let (old_clusters, bstore, gstore) = (
+            stores.clusters.clone(),
+            stores.bundles.clone(),
+            stores.groups.clone(),
+        );
+        let s = watcher(
+            Api::<Cluster>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+        )
+        .default_backoff()
+        .map_ok(move |ev| {
+            ev_objects(&ev, |c: &Cluster| {
+                let old = old_clusters.get(&ObjectRef::from(c));
+                let targeting_changed = old.as_ref().is_none_or(|o| {
+                    o.metadata.labels != c.metadata.labels
+                        || o.spec.paused != c.spec.paused
+                        || o.status.as_ref().map(|s| &s.namespace)
+                            != c.status.as_ref().map(|s| &s.namespace)
+                        || c.metadata.deletion_timestamp.is_some()
                 });
-                ev
-            })
-            .reflect_shared(cw);
+                let ns = c.metadata.namespace.clone().unwrap_or_default();
+                if targeting_changed {
+                    for b in bstore.state() {
+                        // Bundles of this namespace, and bundles elsewhere (mappings).
+                        let _ = t.bundle.send(ObjectRef::from(b.as_ref()));
+                    }
+                }
+                let status_changed =
+                    old.as_ref().is_none_or(|o| o.status != c.status) || targeting_changed;
+                if status_changed {
+                    for g in gstore
+                        .state()
+                        .iter()
+                        .filter(|g| g.metadata.namespace.as_deref() == Some(ns.as_str()))
+                    {
+                        let _ = t.group.send(ObjectRef::from(g.as_ref()));
+                    }
+                }
+            });
+            ev
+        })
+        .reflect_shared(cw);
         streams.push(drive(s));
 
         // ClusterGroups → bundles (selector or labels changed).
         let t = triggers.clone();
         let (old_groups, bstore) = (stores.groups.clone(), stores.bundles.clone());
-        let s = watcher(Api::<ClusterGroup>::all(client.clone()), watcher::Config::default().any_semantic())
-            .default_backoff()
-            .map_ok(move |ev| {
-                ev_objects(&ev, |g: &ClusterGroup| {
-                    let old = old_groups.get(&ObjectRef::from(g));
-                    let changed = old.as_ref().is_none_or(|o| {
-                        o.spec != g.spec || o.metadata.labels != g.metadata.labels || g.metadata.deletion_timestamp.is_some()
-                    });
-                    if changed {
-                        for b in bstore.state() {
-                            let _ = t.bundle.send(ObjectRef::from(b.as_ref()));
-                        }
-                    }
+        let s = watcher(
+            Api::<ClusterGroup>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+        )
+        .default_backoff()
+        .map_ok(move |ev| {
+            ev_objects(&ev, |g: &ClusterGroup| {
+                let old = old_groups.get(&ObjectRef::from(g));
+                let changed = old.as_ref().is_none_or(|o| {
+                    o.spec != g.spec
+                        || o.metadata.labels != g.metadata.labels
+                        || g.metadata.deletion_timestamp.is_some()
                 });
-                ev
-            })
-            .reflect_shared(grw);
+                if changed {
+                    for b in bstore.state() {
+                        let _ = t.bundle.send(ObjectRef::from(b.as_ref()));
+                    }
+                }
+            });
+            ev
+        })
+        .reflect_shared(grw);
         streams.push(drive(s));
 
         let ctx = Context {

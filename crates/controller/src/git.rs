@@ -28,8 +28,9 @@ pub struct GitError {
     pub auth: bool,
 }
 
-fn err(op: &str, e: impl std::fmt::Display) -> GitError {
-    let message = format!("{op}: {e}");
+fn err(op: &str, e: impl std::fmt::Display + std::fmt::Debug) -> GitError {
+    // The Debug form carries the cause chain ("Caused by: ..."), which names the real reason.
+    let message = format!("{op}: {e:?}");
     let lower = message.to_lowercase();
     let auth = lower.contains("401")
         || lower.contains("403")
@@ -92,7 +93,10 @@ pub fn ls_remote(
         .remote_at(url)
         .map_err(|e| err("invalid repository URL", e))?
         .with_refspecs(
-            ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"],
+            [
+                "+refs/heads/*:refs/remotes/origin/*",
+                "+refs/tags/*:refs/tags/*",
+            ],
             gix::remote::Direction::Fetch,
         )
         .map_err(|e| err("refspec", e))?;
@@ -165,7 +169,8 @@ pub fn shallow_clone(
 #[derive(Default)]
 pub struct FetchCache {
     root: PathBuf,
-    entries: Mutex<HashMap<(String, String), Arc<tokio::sync::OnceCell<Result<PathBuf, GitError>>>>>,
+    entries:
+        Mutex<HashMap<(String, String), Arc<tokio::sync::OnceCell<Result<PathBuf, GitError>>>>>,
     fetches: AtomicU64,
     seq: AtomicU64,
 }

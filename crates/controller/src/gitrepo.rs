@@ -51,14 +51,22 @@ pub fn channel_stream<T: Send + 'static>(
 
 /// Runs the GitRepo controller.
 pub async fn controller(ctx: Arc<Context>) {
-    let sub = ctx.subscriptions.lock().ok().and_then(|mut s| s.gitrepos.take());
+    let sub = ctx
+        .subscriptions
+        .lock()
+        .ok()
+        .and_then(|mut s| s.gitrepos.take());
     let rx = ctx.receivers.lock().ok().and_then(|mut r| r.gitrepo.take());
     let (Some(sub), Some(rx)) = (sub, rx) else {
         return;
     };
     Controller::for_shared_stream(sub, ctx.stores.gitrepos.clone())
         .reconcile_on(channel_stream(rx))
-        .with_config(Config::default().debounce(Duration::from_millis(100)).concurrency(8))
+        .with_config(
+            Config::default()
+                .debounce(Duration::from_millis(100))
+                .concurrency(8),
+        )
         .run(reconcile, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
@@ -112,7 +120,9 @@ pub fn parse_go_duration(s: &str) -> Option<Duration> {
 
 /// ±10% jitter.
 fn jitter(d: Duration) -> Duration {
-    let r = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    let r = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
     let f = 0.9 + (r % 1000) as f64 / 1000.0 * 0.2;
     d.mul_f64(f)
 }
@@ -176,7 +186,10 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
         let left = bundles_of(&ctx, &ns, &name);
         if !left.is_empty() {
             let bapi: Api<Bundle> = Api::namespaced(ctx.client.clone(), &ns);
-            for b in left.iter().filter(|b| b.metadata.deletion_timestamp.is_none()) {
+            for b in left
+                .iter()
+                .filter(|b| b.metadata.deletion_timestamp.is_none())
+            {
                 let bn = b.metadata.name.clone().unwrap_or_default();
                 ctx.metrics.write();
                 match bapi.delete(&bn, &DeleteParams::default()).await {
@@ -227,7 +240,9 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
         match credentials(&ctx, &g).await {
             Ok(c) => {
                 creds = c;
-                ctx.metrics.polls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                ctx.metrics
+                    .polls
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let scratch = ctx.fetch.scratch();
                 let (url, r, c) = (g.spec.repo.clone(), refs.clone(), creds.clone());
                 let res = tokio::task::spawn_blocking(move || {
@@ -266,11 +281,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
         st.polled_generation = generation;
     }
 
-    let want = (
-        st.commit.clone(),
-        generation,
-        g.spec.force_sync_generation,
-    );
+    let want = (st.commit.clone(), generation, g.spec.force_sync_generation);
     if !st.commit.is_empty() && st.applied.as_ref() != Some(&want) && st.poll_error.is_none() {
         if creds.is_none() {
             creds = credentials(&ctx, &g).await.ok().flatten();
@@ -299,16 +310,22 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     if g.status.as_ref() != Some(&status) {
         let mut obj = (*g).clone();
         obj.status = Some(status);
-                ctx.metrics.write();
+        ctx.metrics.write();
         api.replace_status(&name, &PostParams::default(), &obj)
             .await
             .map_err(kerr(format!("updating status of gitrepo {ns}/{name}")))?;
     }
-    if g.spec.disable_polling && next.is_some() && g.status.as_ref().is_some_and(|s| !s.commit.is_empty()) {
+    if g.spec.disable_polling
+        && next.is_some()
+        && g.status.as_ref().is_some_and(|s| !s.commit.is_empty())
+    {
         return Ok(Action::await_change());
     }
     Ok(match next {
-        Some(t) => Action::requeue(t.saturating_duration_since(Instant::now()).max(Duration::from_millis(100))),
+        Some(t) => Action::requeue(
+            t.saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(100)),
+        ),
         None => Action::await_change(),
     })
 }
@@ -320,7 +337,12 @@ fn bundles_of(ctx: &Context, ns: &str, repo: &str) -> Vec<Arc<Bundle>> {
         .into_iter()
         .filter(|b| {
             b.metadata.namespace.as_deref() == Some(ns)
-                && b.metadata.labels.as_ref().and_then(|l| l.get(REPO_LABEL)).map(String::as_str) == Some(repo)
+                && b.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(REPO_LABEL))
+                    .map(String::as_str)
+                    == Some(repo)
         })
         .collect()
 }
@@ -341,9 +363,16 @@ pub fn targets_file_json(g: &GitRepo) -> serde_json::Value {
 }
 
 /// The `fleet apply` options the upstream job would pass for this GitRepo.
-pub fn apply_options(g: &GitRepo, commit: &str, targets_file: &std::path::Path) -> fleet_bundle::ApplyOptions {
+pub fn apply_options(
+    g: &GitRepo,
+    commit: &str,
+    targets_file: &std::path::Path,
+) -> fleet_bundle::ApplyOptions {
     let mut labels: BTreeMap<String, String> = g.metadata.labels.clone().unwrap_or_default();
-    labels.insert(REPO_LABEL.into(), g.metadata.name.clone().unwrap_or_default());
+    labels.insert(
+        REPO_LABEL.into(),
+        g.metadata.name.clone().unwrap_or_default(),
+    );
     labels.insert(COMMIT_LABEL.into(), commit.into());
     fleet_bundle::ApplyOptions {
         namespace: g.metadata.namespace.clone().unwrap_or_default(),
@@ -380,7 +409,9 @@ async fn build_and_apply(
     } else {
         g.spec.paths.clone()
     };
-    ctx.metrics.builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    ctx.metrics
+        .builds
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (d, n) = (dir.to_path_buf(), name.clone());
     let built = tokio::task::spawn_blocking(move || {
         let mut ok = Vec::new();
@@ -411,7 +442,10 @@ async fn build_and_apply(
         }
         b.spec.values_hash = hash.clone();
         let cached = ctx.stores.bundles.get(&ObjectRef::new(&bn).within(&ns));
-        if cached.as_ref().is_some_and(|c| c.metadata.deletion_timestamp.is_some()) {
+        if cached
+            .as_ref()
+            .is_some_and(|c| c.metadata.deletion_timestamp.is_some())
+        {
             return Err(ReconcileError::Other(format!(
                 "the bundle {bn:?} is being deleted, cannot create during a delete operation"
             )));
@@ -425,12 +459,20 @@ async fn build_and_apply(
                     ..Default::default()
                 },
                 type_: Some(SECRET_TYPE_BUNDLE_VALUES.into()),
-                data: Some(data.into_iter().map(|(k, v)| (k, k8s_openapi::ByteString(v))).collect()),
+                data: Some(
+                    data.into_iter()
+                        .map(|(k, v)| (k, k8s_openapi::ByteString(v)))
+                        .collect(),
+                ),
                 ..Default::default()
             };
             ctx.metrics.write();
             secrets
-                .patch(&bn, &PatchParams::apply("fleet-controller").force(), &Patch::Apply(&s))
+                .patch(
+                    &bn,
+                    &PatchParams::apply("fleet-controller").force(),
+                    &Patch::Apply(&s),
+                )
                 .await
                 .map_err(kerr(format!("writing values secret {ns}/{bn}")))?;
         }
@@ -458,7 +500,9 @@ async fn build_and_apply(
                 match bapi.create(&PostParams::default(), &b).await {
                     Ok(_) => {}
                     Err(kube::Error::Api(e)) if e.code == 409 => {
-                        return Err(ReconcileError::Other(format!("bundle {ns}/{bn} appeared meanwhile; retrying")));
+                        return Err(ReconcileError::Other(format!(
+                            "bundle {ns}/{bn} appeared meanwhile; retrying"
+                        )));
                     }
                     Err(e) => return Err(kerr(format!("creating bundle {ns}/{bn}"))(e)),
                 }
@@ -505,9 +549,10 @@ fn compute_status(ctx: &Context, g: &GitRepo, st: &PollState) -> GitRepoStatus {
         ),
         Some(e) => conditions::set(conds, "GitPolling", false, "Error", &e.message),
     }
-    let stalled = st.fetch_error.clone().or_else(|| {
-        (!st.build_errors.is_empty()).then(|| st.build_errors.join("; "))
-    });
+    let stalled = st
+        .fetch_error
+        .clone()
+        .or_else(|| (!st.build_errors.is_empty()).then(|| st.build_errors.join("; ")));
     match &stalled {
         Some(m) => conditions::set(conds, "Stalled", true, "Stalled", m),
         None => conditions::set(conds, "Stalled", false, "", ""),
@@ -557,7 +602,9 @@ fn compute_status(ctx: &Context, g: &GitRepo, st: &PollState) -> GitRepoStatus {
                 .map(|l| {
                     format!(
                         "{}/{}",
-                        l.get(CLUSTER_NAMESPACE_LABEL).map(String::as_str).unwrap_or(""),
+                        l.get(CLUSTER_NAMESPACE_LABEL)
+                            .map(String::as_str)
+                            .unwrap_or(""),
                         l.get(CLUSTER_LABEL).map(String::as_str).unwrap_or("")
                     )
                 })
@@ -570,7 +617,8 @@ fn compute_status(ctx: &Context, g: &GitRepo, st: &PollState) -> GitRepoStatus {
     s.base.desired_ready_clusters = clusters.len() as i64;
     s.base.ready_clusters = clusters.values().filter(|r| **r).count() as i64;
     let worst = fleet_targeting::status::summary_state(&summary);
-    s.base.display.ready_bundle_deployments = format!("{}/{}", summary.ready, summary.desired_ready);
+    s.base.display.ready_bundle_deployments =
+        format!("{}/{}", summary.ready, summary.desired_ready);
     s.base.display.state = worst.map(|w| w.as_str().to_string()).unwrap_or_default();
     let worst_msg = worst
         .and_then(|w| {
@@ -613,7 +661,6 @@ fn add_counts(l: &mut fleet_api::ResourceCounts, r: &fleet_api::ResourceCounts) 
     l.unknown += r.unknown;
     l.not_ready += r.not_ready;
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -29,8 +29,12 @@ fn key(bd: &BundleDeployment) -> Option<(BdKey, (String, String))> {
     let k = (m.namespace.clone()?, m.name.clone()?);
     let l = m.labels.as_ref();
     let b = (
-        l.and_then(|l| l.get(BUNDLE_NAMESPACE_LABEL)).cloned().unwrap_or_default(),
-        l.and_then(|l| l.get(BUNDLE_LABEL)).cloned().unwrap_or_default(),
+        l.and_then(|l| l.get(BUNDLE_NAMESPACE_LABEL))
+            .cloned()
+            .unwrap_or_default(),
+        l.and_then(|l| l.get(BUNDLE_LABEL))
+            .cloned()
+            .unwrap_or_default(),
     );
     Some((k, b))
 }
@@ -39,8 +43,14 @@ impl Inner {
     fn add(&mut self, bd: &BundleDeployment) {
         let Some((k, b)) = key(bd) else { return };
         self.remove(&k);
-        self.by_bundle.entry(b.clone()).or_default().insert(k.clone());
-        self.by_namespace.entry(k.0.clone()).or_default().insert(k.1.clone());
+        self.by_bundle
+            .entry(b.clone())
+            .or_default()
+            .insert(k.clone());
+        self.by_namespace
+            .entry(k.0.clone())
+            .or_default()
+            .insert(k.1.clone());
         self.owner.insert(k, b);
     }
 

@@ -35,8 +35,12 @@ impl FleetController {
         let mut s = std::net::TcpStream::connect(&self.addr)
             .unwrap_or_else(|e| panic!("connecting to {}: {e}", self.addr));
         let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-        write!(s, "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", self.addr)
-            .expect("writing request");
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.addr
+        )
+        .expect("writing request");
         let mut out = String::new();
         s.read_to_string(&mut out).expect("reading response");
         let code = out
@@ -44,7 +48,11 @@ impl FleetController {
             .nth(1)
             .and_then(|c| c.parse().ok())
             .unwrap_or(0);
-        let body = out.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("").to_string();
+        let body = out
+            .split_once("\r\n\r\n")
+            .map(|x| x.1)
+            .unwrap_or("")
+            .to_string();
         (code, body)
     }
 

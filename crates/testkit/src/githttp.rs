@@ -76,12 +76,7 @@ fn serve(conn: TcpStream, base: &Path, want: &str, refused: &AtomicU64) -> std::
             headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
         }
     }
-    let header = |k: &str| {
-        headers
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
-    };
+    let header = |k: &str| headers.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     if header("authorization").as_deref() != Some(want) {
         refused.fetch_add(1, Ordering::Relaxed);
         out.write_all(b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
@@ -120,7 +115,10 @@ fn serve(conn: TcpStream, base: &Path, want: &str, refused: &AtomicU64) -> std::
         .env("CONTENT_TYPE", header("content-type").unwrap_or_default())
         .env("CONTENT_LENGTH", body.len().to_string())
         .env("GIT_PROTOCOL", header("git-protocol").unwrap_or_default())
-        .env("HTTP_CONTENT_ENCODING", header("content-encoding").unwrap_or_default())
+        .env(
+            "HTTP_CONTENT_ENCODING",
+            header("content-encoding").unwrap_or_default(),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -136,7 +134,10 @@ fn serve(conn: TcpStream, base: &Path, want: &str, refused: &AtomicU64) -> std::
         .map(|p| (p, 4))
         .or_else(|| raw.windows(2).position(|w| w == b"\n\n").map(|p| (p, 2)));
     let (head, payload) = match split {
-        Some((p, n)) => (String::from_utf8_lossy(&raw[..p]).into_owned(), &raw[p + n..]),
+        Some((p, n)) => (
+            String::from_utf8_lossy(&raw[..p]).into_owned(),
+            &raw[p + n..],
+        ),
         None => (String::new(), &raw[..]),
     };
     let mut status = "200 OK".to_string();
@@ -152,7 +153,11 @@ fn serve(conn: TcpStream, base: &Path, want: &str, refused: &AtomicU64) -> std::
     for h in resp {
         write!(out, "{h}\r\n")?;
     }
-    write!(out, "Content-Length: {}\r\nConnection: close\r\n\r\n", payload.len())?;
+    write!(
+        out,
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        payload.len()
+    )?;
     out.write_all(payload)?;
     out.flush()
 }
