@@ -13,6 +13,33 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
+/// Serde impls for types derived with `#[serde(remote = "Self")]` (the derived code then lives in
+/// the inherent `T::serialize`/`T::deserialize`): serialisation is the derived one, and `null` or
+/// a missing value reads as `T::default()`, as Go's decoder leaves a struct it finds `null` or
+/// absent. Used for the `spec` of every kind, which the root struct (derived by kube) requires.
+macro_rules! null_as_default {
+    ($($t:ty),* $(,)?) => {$(
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                <$t>::serialize(self, s)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct Derived($t);
+                impl<'de> serde::Deserialize<'de> for Derived {
+                    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                        <$t>::deserialize(d).map(Derived)
+                    }
+                }
+                Ok(Option::<Derived>::deserialize(d)?.map(|x| x.0).unwrap_or_default())
+            }
+        }
+    )*};
+}
+pub(crate) use null_as_default;
+
 /// `omitempty` for booleans.
 pub fn is_false(b: &bool) -> bool {
     !*b

@@ -772,6 +772,7 @@ pub struct BundleHelmOptions {
     type_ = "string",
     json_path = ".status.conditions[?(@.type==\"Ready\")].message"
 ))]
+#[serde(remote = "Self")]
 pub struct BundleSpec {
     #[serde(flatten)]
     pub options: BundleDeploymentOptions,
@@ -1341,6 +1342,7 @@ pub struct BundleStatus {
     type_ = "string",
     json_path = ".status.conditions[?(@.type==\"Ready\")].message"
 ))]
+#[serde(remote = "Self")]
 pub struct BundleDeploymentSpec {
     #[serde(
         rename = "paused",
@@ -1738,6 +1740,7 @@ pub struct LocalObjectRef {
     type_ = "string",
     json_path = ".status.conditions[?(@.type==\"Ready\")].message"
 ))]
+#[serde(remote = "Self")]
 pub struct ClusterSpec {
     #[serde(
         rename = "paused",
@@ -2088,6 +2091,7 @@ pub struct ClusterStatus {
     type_ = "string",
     json_path = ".status.conditions[?(@.type==\"Ready\")].message"
 ))]
+#[serde(remote = "Self")]
 pub struct ClusterGroupSpec {
     #[serde(rename = "selector", default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
@@ -2234,6 +2238,7 @@ pub struct CommitSpec {
     type_ = "string",
     json_path = ".status.conditions[?(@.type==\"Ready\")].message"
 ))]
+#[serde(remote = "Self")]
 pub struct GitRepoSpec {
     #[serde(
         rename = "repo",
@@ -2727,6 +2732,7 @@ pub struct GitRepoStatus {
     json_path = ".status.clusterName"
 ))]
 #[kube(printcolumn(name = "Labels", type_ = "string", json_path = ".spec.clusterLabels"))]
+#[serde(remote = "Self")]
 pub struct ClusterRegistrationSpec {
     #[serde(
         rename = "clientID",
@@ -2786,6 +2792,7 @@ pub struct ClusterRegistrationStatus {
     type_ = "string",
     json_path = ".status.secretName"
 ))]
+#[serde(remote = "Self")]
 pub struct ClusterRegistrationTokenSpec {
     #[schemars(schema_with = "crate::serde_util::duration_schema")]
     #[serde(rename = "ttl", default, skip_serializing_if = "Option::is_none")]
@@ -3077,8 +3084,11 @@ pub struct ContentFields {
     type_ = "string",
     json_path = ".status.conditions[?(@.type==\"Ready\")].message"
 ))]
+#[serde(remote = "Self")]
 pub struct HelmOpSpec {
-    #[serde(flatten)]
+    // The derived (strict) reader: `BundleSpec`'s own impl reads `null` as empty, which through
+    // `flatten` would also turn a malformed bundle spec into an empty one.
+    #[serde(flatten, deserialize_with = "BundleSpec::deserialize")]
     pub bundle: BundleSpec,
     #[serde(
         rename = "labels",
@@ -3192,6 +3202,7 @@ pub struct ImagePolicyChoice {
 )]
 #[kube(printcolumn(name = "Repository", type_ = "string", json_path = ".spec.image"))]
 #[kube(printcolumn(name = "Latest", type_ = "string", json_path = ".status.latestTag"))]
+#[serde(remote = "Self")]
 pub struct ImageScanSpec {
     #[serde(
         rename = "tagName",
@@ -3314,6 +3325,7 @@ pub struct ScheduleTargets {
     type_ = "string",
     json_path = ".status.nextStartTime"
 ))]
+#[serde(remote = "Self")]
 pub struct ScheduleSpec {
     #[serde(
         rename = "schedule",
@@ -3371,3 +3383,17 @@ pub struct ScheduleStatus {
     )]
     pub matching_clusters: Vec<String>,
 }
+
+// Spec types read `"spec": null` (and a missing spec) as the zero value, as Go's decoder does.
+crate::serde_util::null_as_default!(
+    BundleSpec,
+    BundleDeploymentSpec,
+    ClusterSpec,
+    ClusterGroupSpec,
+    GitRepoSpec,
+    ClusterRegistrationSpec,
+    ClusterRegistrationTokenSpec,
+    HelmOpSpec,
+    ImageScanSpec,
+    ScheduleSpec,
+);

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use fleet_api::{Bundle, BundleNamespaceMapping, Cluster, ClusterGroup};
+use fleet_api::Bundle;
 use serde_json::Value;
 
 /// Flags of `fleet target`.
@@ -78,48 +78,11 @@ pub fn render(args: &TargetArgs) -> anyhow::Result<String> {
     if bundles.is_empty() {
         anyhow::bail!("{}: no Bundle found", args.bundle_file.display());
     }
-    let (mut clusters, mut groups, mut mappings) = (
-        Vec::<Cluster>::new(),
-        Vec::<ClusterGroup>::new(),
-        Vec::<BundleNamespaceMapping>::new(),
-    );
-    let mut ns_labels = std::collections::BTreeMap::new();
-    if let Some(cf) = &args.clusters_file {
-        for (i, v) in read_objects(cf)?.into_iter().enumerate() {
-            match v.get("kind").and_then(Value::as_str) {
-                Some("Cluster") => clusters.push(decode(v, cf, i)?),
-                Some("ClusterGroup") => groups.push(decode(v, cf, i)?),
-                Some("BundleNamespaceMapping") => mappings.push(decode(v, cf, i)?),
-                Some("Namespace") => {
-                    let name = v
-                        .pointer("/metadata/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string();
-                    let labels = v
-                        .pointer("/metadata/labels")
-                        .cloned()
-                        .map(serde_json::from_value)
-                        .transpose()?
-                        .unwrap_or_default();
-                    ns_labels.insert(name, labels);
-                }
-                _ => {}
-            }
-        }
-    }
-    for c in clusters.iter_mut() {
-        if c.metadata.namespace.is_none() {
-            c.metadata.namespace = Some(args.namespace.clone());
-        }
-    }
-    for g in groups.iter_mut() {
-        if g.metadata.namespace.is_none() {
-            g.metadata.namespace = Some(args.namespace.clone());
-        }
-    }
-    let mut fleet = fleet_targeting::Fleet::new(clusters, groups, mappings);
-    fleet.namespace_labels = ns_labels;
+    let fleet = match &args.clusters_file {
+        Some(cf) => fleet_targeting::Fleet::from_objects(read_objects(cf)?, &args.namespace)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", cf.display()))?,
+        None => fleet_targeting::Fleet::default(),
+    };
     let mut values = Vec::new();
     for mut b in bundles {
         if b.metadata.namespace.is_none() {
@@ -130,7 +93,7 @@ pub fn render(args: &TargetArgs) -> anyhow::Result<String> {
         let ts = fleet_targeting::targets(&b, &fleet, &mid, &mut fleet_targeting::Stats::default())
             .map_err(|e| anyhow::anyhow!("bundle {name}: {e}"))?;
         for t in &ts {
-            let bd = fleet_targeting::bundle_deployment(&b, &fleet.clusters[t.cluster], t, &mid);
+            let bd = fleet_targeting::bundle_deployment(&b, &t.cluster, t, &mid);
             values.push(fleet_bundle::export::export_value(&bd)?);
         }
     }

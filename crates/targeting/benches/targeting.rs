@@ -1,6 +1,7 @@
 //! Targeting throughput: 10,000 clusters, 100 ClusterGroups, 100 bundles. Prints medians of
-//! bundle×cluster evaluations per second (matching only, and with options + deployment IDs), and
-//! the cost of per-cluster `${ }` values templating (median per BundleDeployment).
+//! bundle×cluster evaluations per second (matching only, and with options + deployment IDs), the
+//! cost of per-cluster `${ }` values templating (median per BundleDeployment), and the cost of
+//! keeping the index current: one Cluster label update (incremental) against a full rebuild.
 
 use std::time::Instant;
 
@@ -8,19 +9,22 @@ use fleet_api::{Bundle, Cluster, ClusterGroup};
 use fleet_targeting::{Fleet, Stats, manifest_id, targets};
 use serde_json::json;
 
-fn world() -> (Fleet, Vec<Bundle>) {
-    let envs = ["dev", "test", "prod", "stage"];
-    let clusters: Vec<Cluster> = (0..10_000)
-        .map(|i| {
-            serde_json::from_value(json!({
-                "apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
-                "metadata": {"name": format!("c{i:05}"), "namespace": "fleet-default",
-                    "labels": {"env": envs[i % 4], "region": format!("r{}", i % 20), "shard": format!("s{}", i % 100)}},
-                "spec": {}
-            }))
-            .expect("cluster")
-        })
-        .collect();
+const ENVS: [&str; 4] = ["dev", "test", "prod", "stage"];
+
+/// Cluster `i` of the world; `shard` is normally `i % 100` (the bench's updates move it).
+fn cluster(i: usize, shard: usize) -> Cluster {
+    serde_json::from_value(json!({
+        "apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
+        "metadata": {"name": format!("c{i:05}"), "namespace": "fleet-default",
+            "labels": {"env": ENVS[i % 4], "region": format!("r{}", i % 20), "shard": format!("s{shard}")}},
+        "spec": {}
+    }))
+    .expect("cluster")
+}
+
+fn world() -> (Vec<Cluster>, Vec<ClusterGroup>, Vec<Bundle>) {
+    let envs = ENVS;
+    let clusters: Vec<Cluster> = (0..10_000).map(|i| cluster(i, i % 100)).collect();
     let groups: Vec<ClusterGroup> = (0..100)
         .map(|g| {
             serde_json::from_value(json!({
@@ -55,7 +59,7 @@ fn world() -> (Fleet, Vec<Bundle>) {
             .expect("bundle")
         })
         .collect();
-    (Fleet::new(clusters, groups, vec![]), bundles)
+    (clusters, groups, bundles)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -64,14 +68,23 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let t0 = Instant::now();
-    let (fleet, bundles) = world();
+    let (clusters, groups, bundles) = world();
+    let mut rebuild = Vec::new();
+    for _ in 0..5 {
+        let (c, g) = (clusters.clone(), groups.clone());
+        let t = Instant::now();
+        let f = Fleet::new(c, g, vec![]);
+        rebuild.push(t.elapsed().as_secs_f64() * 1e3);
+        drop(f);
+    }
     println!(
-        "setup (index 10,000 clusters, 100 groups): {:.1} ms",
-        t0.elapsed().as_secs_f64() * 1e3
+        "index rebuild (Fleet::new, 10,000 clusters, 100 groups): median {:.1} ms",
+        median(rebuild)
     );
+    let mut fleet = Fleet::new(clusters, groups, vec![]);
+
     let ids: Vec<String> = bundles.iter().map(manifest_id).collect();
-    let pairs = (bundles.len() * fleet.clusters.len()) as f64;
+    let pairs = (bundles.len() * fleet.cluster_count()) as f64;
     let mut rates = Vec::new();
     let mut bds = 0;
     let mut evaluated = 0;
@@ -126,5 +139,33 @@ fn main() {
     println!(
         "per-cluster ${{ }} values templating, 1 bundle x {n} clusters: median {:.1} us per BundleDeployment",
         median(per_bd)
+    );
+
+    // One Cluster label update: cluster i moves to another shard, so it leaves one group and
+    // joins another (objects prepared outside the timed loop).
+    const UPDATES: usize = 1_000;
+    let mut per_update = Vec::new();
+    for round in 0..7 {
+        let moved: Vec<Cluster> = (0..UPDATES)
+            .map(|k| {
+                let i = (round * UPDATES + k) * 7 % 10_000;
+                cluster(i, (i + round + 1) % 100)
+            })
+            .collect();
+        let t = Instant::now();
+        let mut changed = 0;
+        for c in moved {
+            changed += fleet.upsert_cluster(c).len();
+        }
+        per_update.push(t.elapsed().as_secs_f64() * 1e6 / UPDATES as f64);
+        assert_eq!(
+            changed,
+            2 * UPDATES,
+            "each update leaves one group and joins one"
+        );
+    }
+    println!(
+        "one Cluster label update (upsert_cluster, 10,000 clusters, 100 groups indexed): median {:.2} us",
+        median(per_update)
     );
 }

@@ -1,5 +1,6 @@
 //! Pure targeting: which clusters a bundle goes to, with which options, in which rollout partition.
 
+pub mod fleet;
 pub mod matcher;
 pub mod options;
 pub mod rollout;
@@ -8,4 +9,5 @@ pub mod status;
 pub mod target;
 pub mod values;
 
-pub use target::{Fleet, Stats, Target, bundle_deployment, manifest_id, targets};
+pub use fleet::{Fleet, Key};
+pub use target::{Stats, Target, bundle_deployment, manifest_id, targets};

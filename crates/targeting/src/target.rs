@@ -1,205 +1,26 @@
 //! Targeting of bundles at clusters: candidate clusters come from a label/name/group index (no
 //! bundle × cluster scan), the matcher decides, options are merged and BundleDeployments built.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use fleet_api::keys::*;
 use fleet_api::{
-    Bundle, BundleDeployment, BundleDeploymentOptions, BundleDeploymentSpec,
-    BundleNamespaceMapping, BundleResource, Cluster, ClusterGroup,
+    Bundle, BundleDeployment, BundleDeploymentOptions, BundleDeploymentSpec, BundleResource,
+    Cluster,
 };
 use kube::api::ObjectMeta;
 use serde::Serialize;
 
-use crate::matcher::{BundleMatch, ClusterMatcher, ClusterView};
+use crate::fleet::{Fleet, name_of as name, ns_of as ns};
+use crate::matcher::BundleMatch;
 use crate::options::{deployment_id, merge};
-use crate::selector::{Labels, Selector};
-
-/// Clusters, groups and mappings, indexed for targeting.
-pub struct Fleet {
-    /// All clusters.
-    pub clusters: Vec<Cluster>,
-    /// All cluster groups.
-    pub groups: Vec<ClusterGroup>,
-    /// Bundle namespace mappings.
-    pub mappings: Vec<BundleNamespaceMapping>,
-    /// Labels of namespaces (for mapping namespace selectors).
-    pub namespace_labels: BTreeMap<String, Labels>,
-    empty: Labels,
-    by_ns: HashMap<String, Vec<usize>>,
-    by_name: HashMap<(String, String), Vec<usize>>,
-    by_label: HashMap<(String, String, String), Vec<usize>>,
-    groups_of: Vec<Vec<usize>>,
-    members: HashMap<(String, String), Vec<usize>>,
-    rank: Vec<usize>,
-}
-
-fn ns(meta: &ObjectMeta) -> &str {
-    meta.namespace.as_deref().unwrap_or("")
-}
-
-fn name(meta: &ObjectMeta) -> &str {
-    meta.name.as_deref().unwrap_or("")
-}
-
-impl Fleet {
-    /// Builds the indexes: O(clusters × labels + groups × matching clusters).
-    pub fn new(
-        clusters: Vec<Cluster>,
-        groups: Vec<ClusterGroup>,
-        mappings: Vec<BundleNamespaceMapping>,
-    ) -> Fleet {
-        let mut f = Fleet {
-            clusters,
-            groups,
-            mappings,
-            namespace_labels: BTreeMap::new(),
-            empty: Labels::new(),
-            by_ns: HashMap::new(),
-            by_name: HashMap::new(),
-            by_label: HashMap::new(),
-            groups_of: Vec::new(),
-            members: HashMap::new(),
-            rank: Vec::new(),
-        };
-        let mut order: Vec<usize> = (0..f.clusters.len()).collect();
-        order.sort_by(|a, b| name(&f.clusters[*a].metadata).cmp(name(&f.clusters[*b].metadata)));
-        f.rank = vec![0; f.clusters.len()];
-        for (r, i) in order.into_iter().enumerate() {
-            f.rank[i] = r;
-        }
-        for (i, c) in f.clusters.iter().enumerate() {
-            let n = ns(&c.metadata).to_string();
-            f.by_ns.entry(n.clone()).or_default().push(i);
-            f.by_name
-                .entry((n.clone(), name(&c.metadata).to_string()))
-                .or_default()
-                .push(i);
-            for (k, v) in c.metadata.labels.iter().flatten() {
-                f.by_label
-                    .entry((n.clone(), k.clone(), v.clone()))
-                    .or_default()
-                    .push(i);
-                if k == CLUSTER_DISPLAY_NAME_LABEL && v != name(&c.metadata) {
-                    f.by_name.entry((n.clone(), v.clone())).or_default().push(i);
-                }
-            }
-        }
-        f.groups_of = vec![Vec::new(); f.clusters.len()];
-        for (gi, g) in f.groups.iter().enumerate() {
-            // A nil selector matches nothing; `{}` matches every cluster of the namespace.
-            let Some(sel) = g.spec.selector.as_ref() else {
-                continue;
-            };
-            let Ok(sel) = Selector::compile(sel) else {
-                continue;
-            };
-            let gns = ns(&g.metadata).to_string();
-            let cands: Vec<usize> = match sel.index_key() {
-                Some((k, v)) => f
-                    .by_label
-                    .get(&(gns.clone(), k.to_string(), v.to_string()))
-                    .cloned()
-                    .unwrap_or_default(),
-                None => f.by_ns.get(&gns).cloned().unwrap_or_default(),
-            };
-            for ci in cands {
-                if sel.matches(f.clusters[ci].metadata.labels.as_ref().unwrap_or(&f.empty)) {
-                    f.groups_of[ci].push(gi);
-                    f.members
-                        .entry((gns.clone(), name(&g.metadata).to_string()))
-                        .or_default()
-                        .push(ci);
-                }
-            }
-        }
-        f
-    }
-
-    /// The view of cluster `i` the matcher needs.
-    pub fn view(&self, i: usize) -> ClusterView<'_> {
-        let c = &self.clusters[i];
-        ClusterView {
-            name: name(&c.metadata),
-            labels: c.metadata.labels.as_ref().unwrap_or(&self.empty),
-            groups: self.groups_of[i]
-                .iter()
-                .map(|gi| {
-                    let g = &self.groups[*gi];
-                    (
-                        name(&g.metadata),
-                        g.metadata.labels.as_ref().unwrap_or(&self.empty),
-                    )
-                })
-                .collect(),
-        }
-    }
-
-    /// Names of the groups cluster `i` belongs to.
-    pub fn group_names(&self, i: usize) -> Vec<String> {
-        self.groups_of[i]
-            .iter()
-            .map(|g| name(&self.groups[*g].metadata).to_string())
-            .collect()
-    }
-
-    /// Namespaces whose clusters a bundle may target: its own plus mapped ones.
-    pub fn namespaces_for(&self, bundle: &Bundle) -> Vec<String> {
-        let bns = ns(&bundle.metadata).to_string();
-        let mut out = BTreeSet::from([bns.clone()]);
-        let blabels = bundle.metadata.labels.clone().unwrap_or_default();
-        for m in self.mappings.iter().filter(|m| ns(&m.metadata) == bns) {
-            let (Some(bs), Some(nsel)) = (&m.spec.bundle_selector, &m.spec.namespace_selector)
-            else {
-                continue;
-            };
-            let (Ok(bs), Ok(nsel)) = (Selector::compile(bs), Selector::compile(nsel)) else {
-                continue;
-            };
-            if !bs.matches(&blabels) {
-                continue;
-            }
-            let mut all: BTreeSet<&String> = self.by_ns.keys().collect();
-            all.extend(self.namespace_labels.keys());
-            for n in all {
-                if nsel.matches(self.namespace_labels.get(n).unwrap_or(&self.empty)) {
-                    out.insert(n.clone());
-                }
-            }
-        }
-        out.into_iter().collect()
-    }
-
-    /// Clusters that might match `m` in namespace `n` (a superset; the matcher decides).
-    fn candidates(&self, m: &ClusterMatcher, n: &str, seen: &mut [bool], out: &mut Vec<usize>) {
-        let key = |a: &str| (n.to_string(), a.to_string());
-        let list = if let Some(cn) = &m.cluster_name {
-            self.by_name.get(&key(cn))
-        } else if let Some(g) = &m.cluster_group {
-            self.members.get(&key(g))
-        } else if let Some((k, v)) = m.cluster_selector.as_ref().and_then(|s| s.index_key()) {
-            self.by_label
-                .get(&(n.to_string(), k.to_string(), v.to_string()))
-        } else {
-            self.by_ns.get(n)
-        };
-        for &i in list.into_iter().flatten() {
-            if let Some(s) = seen.get_mut(i)
-                && !*s
-            {
-                *s = true;
-                out.push(i);
-            }
-        }
-    }
-}
 
 /// One (bundle, cluster) pair that gets a BundleDeployment.
 #[derive(Clone, Debug)]
 pub struct Target {
-    /// Index of the cluster in [`Fleet::clusters`].
-    pub cluster: usize,
+    /// The cluster as it was when targeted (stays valid while the [`Fleet`] changes).
+    pub cluster: Arc<Cluster>,
     /// Name of the matched bundle target.
     pub target_name: String,
     /// Effective options (shared between clusters that get identical options).
@@ -237,7 +58,7 @@ pub fn targets(
     stats: &mut Stats,
 ) -> Result<Vec<Target>, String> {
     let bm = BundleMatch::new(bundle)?;
-    let mut seen = vec![false; fleet.clusters.len()];
+    let mut seen = vec![false; fleet.id_bound()];
     let mut cands = Vec::new();
     for n in fleet.namespaces_for(bundle) {
         for (m, is_cust) in &bm.targets {
@@ -246,6 +67,13 @@ pub fn targets(
             }
         }
     }
+    // Sorted by cluster name (then namespace) before evaluation: targets come out in that order
+    // and the first failing cluster is always the same one.
+    let mut cands: Vec<(u64, usize, &Arc<Cluster>)> = cands
+        .into_iter()
+        .filter_map(|i| fleet.ranked(i).map(|(r, c)| (r, i, c)))
+        .collect();
+    cands.sort_unstable_by_key(|(r, _, _)| *r);
     let spec = &bundle.spec;
     let all_matches = spec.target_customization_mode == "AllMatches";
     // Options per (target, customisations) are the same for every cluster unless values depend on
@@ -258,9 +86,11 @@ pub fn targets(
     }
     let mut cache: HashMap<(usize, Vec<usize>), Entry> = HashMap::new();
     let mut out = Vec::new();
-    for ci in cands {
+    for (_, ci, cluster) in cands {
         stats.evaluated += 1;
-        let view = fleet.view(ci);
+        let Some(view) = fleet.view_of(ci) else {
+            continue;
+        };
         let Some(ti) = bm.target(&view) else { continue };
         let t = &spec.targets[ti];
         if t.do_not_deploy {
@@ -317,7 +147,6 @@ pub fn targets(
             }
             None => {
                 let mut o = (*entry.opts).clone();
-                let cluster = &fleet.clusters[ci];
                 crate::values::preprocess(&mut o, cluster).map_err(|e| {
                     format!(
                         "bundle {}/{}: cluster {}/{}: {e}",
@@ -332,13 +161,12 @@ pub fn targets(
             }
         };
         out.push(Target {
-            cluster: ci,
+            cluster: cluster.clone(),
             target_name: t.name.clone(),
             options,
             deployment_id: id,
         });
     }
-    out.sort_by_key(|t| fleet.rank[t.cluster]);
     Ok(out)
 }
 
@@ -396,6 +224,7 @@ pub fn bundle_deployment(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fleet_api::ClusterGroup;
     use serde_json::json;
 
     fn cluster(n: &str, labels: serde_json::Value) -> Cluster {
@@ -441,12 +270,7 @@ mod tests {
         targets(&b, &f, "s-x", &mut st)
             .unwrap()
             .into_iter()
-            .map(|t| {
-                (
-                    name(&f.clusters[t.cluster].metadata).to_string(),
-                    t.target_name,
-                )
-            })
+            .map(|t| (name(&t.cluster.metadata).to_string(), t.target_name))
             .collect()
     }
 
@@ -536,10 +360,7 @@ mod tests {
         });
         let b = bundle(spec.clone());
         let t = targets(&b, &f, "s-x", &mut Stats::default()).unwrap();
-        let names: Vec<_> = t
-            .iter()
-            .map(|t| name(&f.clusters[t.cluster].metadata))
-            .collect();
+        let names: Vec<_> = t.iter().map(|t| name(&t.cluster.metadata)).collect();
         assert_eq!(names, ["none", "prod1", "prod2"]);
         let v = |i: usize| {
             serde_json::Value::Object(t[i].options.helm.clone().unwrap().values.unwrap())
@@ -584,7 +405,7 @@ mod tests {
             .iter()
             .map(|t| {
                 (
-                    name(&f.clusters[t.cluster].metadata).to_string(),
+                    name(&t.cluster.metadata).to_string(),
                     t.options.helm.as_ref().unwrap().values.is_some(),
                 )
             })
@@ -615,7 +436,7 @@ mod tests {
         let f = fleet();
         let b = bundle(json!({"targets": [{"name": "t", "clusterName": "dev1"}], "paused": true}));
         let t = targets(&b, &f, "s-abc", &mut Stats::default()).unwrap();
-        let bd = bundle_deployment(&b, &f.clusters[t[0].cluster], &t[0], "s-abc");
+        let bd = bundle_deployment(&b, &t[0].cluster, &t[0], "s-abc");
         assert_eq!(
             bd.metadata.namespace.as_deref(),
             Some(fleet_api::names::cluster_namespace("fleet-default", "dev1").as_str())
@@ -643,10 +464,10 @@ mod tests {
             let f = Fleet::new(clusters, groups, vec![]);
             let t = if by_group { json!({"name": "t", "clusterGroup": "g"}) } else { json!({"name": "t", "clusterSelector": {"matchLabels": sel}}) };
             let b = bundle(json!({"targets": [t]}));
-            let got: Vec<usize> = targets(&b, &f, "s", &mut Stats::default()).unwrap().into_iter().map(|t| t.cluster).collect();
+            let got: Vec<String> = targets(&b, &f, "s", &mut Stats::default()).unwrap().into_iter().map(|t| name(&t.cluster.metadata).to_string()).collect();
             let bm = BundleMatch::new(&b).unwrap();
-            let mut want: Vec<usize> = (0..f.clusters.len()).filter(|i| bm.target(&f.view(*i)).is_some()).collect();
-            want.sort_by(|a, b| name(&f.clusters[*a].metadata).cmp(name(&f.clusters[*b].metadata)));
+            let mut want: Vec<String> = f.clusters().map(|c| name(&c.metadata)).filter(|n| bm.target(&f.view("fleet-default", n).unwrap()).is_some()).map(String::from).collect();
+            want.sort();
             proptest::prop_assert_eq!(got, want);
         }
     }
