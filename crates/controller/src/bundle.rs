@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use fleet_api::keys::*;
 use fleet_api::{Bundle, BundleDeployment, BundleStatus, BundleSummary, Cluster, PartitionStatus};
+use fleet_targeting::Stats;
 use fleet_targeting::rollout::{DeploymentIds, RolloutTarget};
-use fleet_targeting::{Fleet, Stats};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -80,27 +80,79 @@ fn ns_name(b: &Bundle) -> (String, String) {
     )
 }
 
-/// The targeting index over the cached Clusters and ClusterGroups. Clusters without a cluster
-/// namespace yet are left out (their BDs would have nowhere to live); the Cluster reconciler sets
-/// it and the change triggers the bundles again.
-pub fn fleet_index(ctx: &Context) -> Fleet {
-    let clusters: Vec<Cluster> = ctx
-        .stores
-        .clusters
-        .state()
+/// What targeting and rollout decided for one bundle (computed under the Fleet read lock).
+struct Plan {
+    targets: Vec<fleet_targeting::Target>,
+    existing: Vec<Option<Arc<BundleDeployment>>>,
+    rts: Vec<RolloutTarget>,
+    rs: fleet_targeting::rollout::RolloutStatus,
+    partitions: Vec<fleet_targeting::rollout::PartitionPlan>,
+}
+
+fn bd_namespace(c: &Cluster) -> String {
+    c.status
+        .as_ref()
+        .map(|s| s.namespace.clone())
+        .unwrap_or_default()
+}
+
+/// Targets of `b` from the shared incremental [`Fleet`], existing BDs from the cache, and the
+/// rollout pass over them.
+fn plan(ctx: &Context, b: &Bundle, mid: &str) -> Result<Plan, String> {
+    let fleet = ctx.fleet.read().unwrap_or_else(|p| p.into_inner());
+    let name = b.metadata.name.clone().unwrap_or_default();
+    let targets = fleet_targeting::targets(b, &fleet, mid, &mut Stats::default())?;
+    let existing: Vec<Option<Arc<BundleDeployment>>> = targets
         .iter()
-        .filter(|c| c.metadata.deletion_timestamp.is_none())
-        .filter(|c| c.status.as_ref().is_some_and(|s| !s.namespace.is_empty()))
-        .map(|c| (**c).clone())
+        .map(|t| {
+            ctx.stores
+                .bds
+                .get(&ObjectRef::new(&name).within(&bd_namespace(&t.cluster)))
+        })
         .collect();
-    let groups = ctx
-        .stores
-        .groups
-        .state()
+    let views: Vec<_> = targets
         .iter()
-        .map(|g| (**g).clone())
+        .filter_map(|t| {
+            fleet.view(
+                t.cluster.metadata.namespace.as_deref().unwrap_or(""),
+                t.cluster.metadata.name.as_deref().unwrap_or(""),
+            )
+        })
         .collect();
-    Fleet::new(clusters, groups, Vec::new())
+    if views.len() != targets.len() {
+        return Err("targeted cluster missing from the index".into());
+    }
+    let mut rts: Vec<RolloutTarget> = targets
+        .iter()
+        .zip(&existing)
+        .map(|(t, ex)| RolloutTarget {
+            desired_id: t.deployment_id.clone(),
+            paused: b.spec.paused || t.cluster.spec.paused,
+            deployment: ex.as_ref().map(|bd| {
+                let st = bd.status.clone().unwrap_or_default();
+                DeploymentIds {
+                    deployment_id: bd.spec.deployment_id.clone(),
+                    staged_id: bd.spec.staged_deployment_id.clone(),
+                    applied_id: st.applied_deployment_id,
+                    ready: st.ready,
+                }
+            }),
+        })
+        .collect();
+    let mut rollout = b.spec.rollout_strategy.clone().unwrap_or_default();
+    if rollout.max_new.is_none() {
+        // Upstream creates at most 50 BDs per pass; we write them all unless asked to pace.
+        rollout.max_new = Some(i64::MAX);
+    }
+    let rs = fleet_targeting::rollout::update_partitions(&rollout, &views, &mut rts)?;
+    let partitions = fleet_targeting::rollout::partitions(&rollout, &views)?;
+    Ok(Plan {
+        targets,
+        existing,
+        rts,
+        rs,
+        partitions,
+    })
 }
 
 async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
@@ -165,64 +217,20 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         return Ok(Action::requeue(secs(5)));
     }
     let mid = fleet_targeting::manifest_id(&b);
-    let fleet = fleet_index(&ctx);
-    let targets = match fleet_targeting::targets(&b, &fleet, &mid, &mut Stats::default()) {
-        Ok(t) => t,
+    let Plan {
+        targets,
+        existing,
+        rts,
+        rs,
+        partitions: plans,
+    } = match plan(&ctx, &b, &mid) {
+        Ok(p) => p,
         Err(msg) => {
             conditions::set(&mut status.conditions, "Ready", false, "", &msg);
             write_status(&ctx, &bundle, status).await?;
             return Ok(Action::await_change());
         }
     };
-
-    // Existing BDs of the targets, straight from the cache.
-    let cluster_of = |i: usize| &fleet.clusters[i];
-    let bd_ns = |c: &Cluster| {
-        c.status
-            .as_ref()
-            .map(|s| s.namespace.clone())
-            .unwrap_or_default()
-    };
-    let existing: Vec<Option<Arc<BundleDeployment>>> = targets
-        .iter()
-        .map(|t| {
-            ctx.stores
-                .bds
-                .get(&ObjectRef::new(&name).within(&bd_ns(cluster_of(t.cluster))))
-        })
-        .collect();
-    let views: Vec<_> = targets.iter().map(|t| fleet.view(t.cluster)).collect();
-    let mut rts: Vec<RolloutTarget> = targets
-        .iter()
-        .zip(&existing)
-        .map(|(t, ex)| RolloutTarget {
-            desired_id: t.deployment_id.clone(),
-            paused: b.spec.paused || cluster_of(t.cluster).spec.paused,
-            deployment: ex.as_ref().map(|bd| {
-                let st = bd.status.clone().unwrap_or_default();
-                DeploymentIds {
-                    deployment_id: bd.spec.deployment_id.clone(),
-                    staged_id: bd.spec.staged_deployment_id.clone(),
-                    applied_id: st.applied_deployment_id,
-                    ready: st.ready,
-                }
-            }),
-        })
-        .collect();
-    let mut rollout = b.spec.rollout_strategy.clone().unwrap_or_default();
-    if rollout.max_new.is_none() {
-        // Upstream creates at most 50 BDs per pass; we write them all unless asked to pace.
-        rollout.max_new = Some(i64::MAX);
-    }
-    let rs = match fleet_targeting::rollout::update_partitions(&rollout, &views, &mut rts) {
-        Ok(rs) => rs,
-        Err(msg) => {
-            conditions::set(&mut status.conditions, "Ready", false, "", &msg);
-            write_status(&ctx, &bundle, status).await?;
-            return Ok(Action::await_change());
-        }
-    };
-
     if !targets.is_empty() {
         ensure_content(&ctx, &b, &mid).await?;
     }
@@ -232,7 +240,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
     let mut shown: Vec<Option<BundleDeployment>> = Vec::with_capacity(targets.len());
     let mut writes = Vec::new();
     for ((t, rt), ex) in targets.iter().zip(&rts).zip(&existing) {
-        let cluster = cluster_of(t.cluster);
+        let cluster = &t.cluster;
         let Some(d) = &rt.deployment else {
             shown.push(None);
             continue;
@@ -284,7 +292,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
     // Status.
     let mut summary = BundleSummary::default();
     for (t, bd) in targets.iter().zip(&shown) {
-        let c = cluster_of(t.cluster);
+        let c = &t.cluster;
         let cname = format!(
             "{}/{}",
             c.metadata.namespace.as_deref().unwrap_or(""),
@@ -313,7 +321,6 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
             ),
         }
     }
-    let plans = fleet_targeting::rollout::partitions(&rollout, &views).unwrap_or_default();
     let mut partitions = Vec::new();
     for (p, (pname, count, max_unavailable, unavailable)) in plans.iter().zip(&rs.partitions) {
         let mut ps = BundleSummary::default();

@@ -2,10 +2,10 @@
 //! shared by every reconciler), the BundleDeployment index, the trigger channels that turn an
 //! event on one kind into work-queue keys of another, the git fetch cache and the metrics.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use fleet_api::keys::*;
@@ -19,6 +19,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use crate::Options;
 use crate::git::FetchCache;
 use crate::index::BdIndex;
+use fleet_targeting::Fleet;
+use fleet_targeting::fleet::Key;
 
 /// Counters exposed on `/metrics` (and read by tests through it).
 #[derive(Default)]
@@ -88,6 +90,9 @@ pub struct Context {
     pub stores: Stores,
     /// BundleDeployments by bundle and by cluster namespace.
     pub index: Arc<BdIndex>,
+    /// Clusters (those with a cluster namespace) and ClusterGroups, indexed for targeting and
+    /// updated one object at a time from the watches.
+    pub fleet: Arc<RwLock<Fleet>>,
     /// Cross-kind triggers.
     pub triggers: Arc<Triggers>,
     pub(crate) receivers: Mutex<TriggerReceivers>,
@@ -216,74 +221,137 @@ impl Context {
             .reflect_shared(dw);
         streams.push(drive(s));
 
-        // Clusters → bundles of their namespace (on label/namespace/paused changes), groups.
+        // Clusters → the Fleet index; bundles (on label/namespace/paused changes); their groups.
         let t = triggers.clone();
-        let (old_clusters, bstore, gstore) = (
+        let fleet: Arc<RwLock<Fleet>> = Arc::new(RwLock::new(Fleet::default()));
+        let (old_clusters, bstore, f) = (
             stores.clusters.clone(),
             stores.bundles.clone(),
-            stores.groups.clone(),
+            fleet.clone(),
         );
+        let mut listed: Option<HashSet<Key>> = None;
         let s = watcher(
             Api::<Cluster>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
         .map_ok(move |ev| {
+            let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
+            match &ev {
+                watcher::Event::Init => listed = Some(HashSet::new()),
+                watcher::Event::InitDone => {
+                    if let Some(seen) = listed.take() {
+                        let gone: Vec<Key> = fl
+                            .clusters()
+                            .map(|c| Key::of(&c.metadata))
+                            .filter(|k| !seen.contains(k))
+                            .collect();
+                        for k in gone {
+                            fl.remove_cluster(&k.namespace, &k.name);
+                        }
+                    }
+                }
+                _ => {}
+            }
             ev_objects(&ev, |c: &Cluster| {
+                let deleted = matches!(ev, watcher::Event::Delete(_));
+                let key = Key::of(&c.metadata);
+                if let Some(seen) = listed.as_mut() {
+                    seen.insert(key.clone());
+                }
+                let usable = !deleted
+                    && c.metadata.deletion_timestamp.is_none()
+                    && c.status.as_ref().is_some_and(|s| !s.namespace.is_empty());
+                let mut groups = if usable {
+                    fl.upsert_cluster(c.clone())
+                } else {
+                    fl.remove_cluster(&key.namespace, &key.name)
+                };
                 let old = old_clusters.get(&ObjectRef::from(c));
-                let targeting_changed = old.as_ref().is_none_or(|o| {
-                    o.metadata.labels != c.metadata.labels
-                        || o.spec.paused != c.spec.paused
-                        || o.status.as_ref().map(|s| &s.namespace)
-                            != c.status.as_ref().map(|s| &s.namespace)
-                        || c.metadata.deletion_timestamp.is_some()
-                });
-                let ns = c.metadata.namespace.clone().unwrap_or_default();
+                let targeting_changed = deleted
+                    || old.as_ref().is_none_or(|o| {
+                        o.metadata.labels != c.metadata.labels
+                            || o.spec.paused != c.spec.paused
+                            || o.status.as_ref().map(|s| &s.namespace)
+                                != c.status.as_ref().map(|s| &s.namespace)
+                            || c.metadata.deletion_timestamp.is_some()
+                    });
                 if targeting_changed {
                     for b in bstore.state() {
                         // Bundles of this namespace, and bundles elsewhere (mappings).
                         let _ = t.bundle.send(ObjectRef::from(b.as_ref()));
                     }
                 }
-                let status_changed =
-                    old.as_ref().is_none_or(|o| o.status != c.status) || targeting_changed;
-                if status_changed {
-                    for g in gstore
-                        .state()
-                        .iter()
-                        .filter(|g| g.metadata.namespace.as_deref() == Some(ns.as_str()))
-                    {
-                        let _ = t.group.send(ObjectRef::from(g.as_ref()));
-                    }
+                let status_changed = old.as_ref().is_none_or(|o| o.status != c.status);
+                if status_changed || targeting_changed {
+                    groups.extend(
+                        fl.groups_of(&key.namespace, &key.name)
+                            .map(|g| Key::of(&g.metadata)),
+                    );
+                }
+                for g in groups {
+                    let _ = t.group.send(ObjectRef::new(&g.name).within(&g.namespace));
                 }
             });
+            drop(fl);
             ev
         })
         .reflect_shared(cw);
         streams.push(drive(s));
 
-        // ClusterGroups → bundles (selector or labels changed).
+        // ClusterGroups → the Fleet index; bundles (selector or labels changed); themselves.
         let t = triggers.clone();
-        let (old_groups, bstore) = (stores.groups.clone(), stores.bundles.clone());
+        let (old_groups, bstore, f) =
+            (stores.groups.clone(), stores.bundles.clone(), fleet.clone());
+        let mut listed: Option<HashSet<Key>> = None;
         let s = watcher(
             Api::<ClusterGroup>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
         .map_ok(move |ev| {
+            let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
+            match &ev {
+                watcher::Event::Init => listed = Some(HashSet::new()),
+                watcher::Event::InitDone => {
+                    if let Some(seen) = listed.take() {
+                        let gone: Vec<Key> = fl
+                            .groups()
+                            .map(|g| Key::of(&g.metadata))
+                            .filter(|k| !seen.contains(k))
+                            .collect();
+                        for k in gone {
+                            fl.remove_group(&k.namespace, &k.name);
+                        }
+                    }
+                }
+                _ => {}
+            }
             ev_objects(&ev, |g: &ClusterGroup| {
+                let deleted = matches!(ev, watcher::Event::Delete(_));
+                let key = Key::of(&g.metadata);
+                if let Some(seen) = listed.as_mut() {
+                    seen.insert(key.clone());
+                }
+                if deleted {
+                    fl.remove_group(&key.namespace, &key.name);
+                } else {
+                    fl.upsert_group(g.clone());
+                }
                 let old = old_groups.get(&ObjectRef::from(g));
-                let changed = old.as_ref().is_none_or(|o| {
-                    o.spec != g.spec
-                        || o.metadata.labels != g.metadata.labels
-                        || g.metadata.deletion_timestamp.is_some()
-                });
+                let changed = deleted
+                    || old.as_ref().is_none_or(|o| {
+                        o.spec != g.spec
+                            || o.metadata.labels != g.metadata.labels
+                            || g.metadata.deletion_timestamp.is_some()
+                    });
                 if changed {
                     for b in bstore.state() {
                         let _ = t.bundle.send(ObjectRef::from(b.as_ref()));
                     }
                 }
             });
+            drop(fl);
             ev
         })
         .reflect_shared(grw);
@@ -295,6 +363,7 @@ impl Context {
             opts,
             stores,
             index,
+            fleet,
             triggers,
             receivers: Mutex::new(TriggerReceivers {
                 bundle: Some(brx),
