@@ -104,9 +104,9 @@ fn gitops_pipeline() {
         ));
     }
 
-    k.apply(&format!(
+    k.apply(
         "apiVersion: fleet.cattle.io/v1alpha1\nkind: ClusterGroup\nmetadata:\n  name: grp\n  namespace: fleet-default\nspec:\n  selector:\n    matchLabels:\n      env: prod\n"
-    ));
+    );
     let gr = format!(
         "apiVersion: fleet.cattle.io/v1alpha1\nkind: GitRepo\nmetadata:\n  name: gr\n  namespace: fleet-default\nspec:\n  repo: {url}\n  branch: main\n  pollingInterval: 1s\n  paths: [a, b]\n  targets:\n  - name: dev\n    clusterSelector:\n      matchLabels:\n        env: dev\n"
     );
@@ -265,6 +265,14 @@ fn gitops_pipeline() {
         ctl.metric("fleet_controller_git_fetches_total"),
         2,
         "one fetch per commit"
+    );
+    eventually(
+        "the first commit's Content deleted once unreferenced",
+        T,
+        || match k.get_json(&["content", &mid]) {
+            None => Ok(()),
+            Some(_) => Err(format!("{mid} still there")),
+        },
     );
 
     // A Cluster label change adds and removes its BundleDeployments.

@@ -173,7 +173,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         }
         let left = ctx.index.of_bundle(&ns, &name);
         if !left.is_empty() {
-            delete_bds(&ctx, &left).await?;
+            delete_bds(&ctx, left).await?;
             return Ok(Action::requeue(secs(2)));
         }
         let fins: Vec<&String> = bundle
@@ -276,6 +276,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         .buffer_unordered(ctx.opts.write_concurrency.max(1))
         .collect()
         .await;
+    let wrote = !results.is_empty();
     for r in results {
         r?;
     }
@@ -287,7 +288,12 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         .into_iter()
         .filter(|k| !desired_keys.contains(k))
         .collect();
-    delete_bds(&ctx, &orphans).await?;
+    let deleted = !orphans.is_empty();
+    delete_bds(&ctx, orphans).await?;
+    if wrote || deleted {
+        // A manifest may have lost its last BD: let the Content collector look soon.
+        ctx.content_changed.notify_one();
+    }
 
     // Status.
     let mut summary = BundleSummary::default();
@@ -511,8 +517,8 @@ async fn write_bd(
 }
 
 /// Deletes BDs (and their options Secrets).
-async fn delete_bds(ctx: &Arc<Context>, keys: &[(String, String)]) -> Result<(), ReconcileError> {
-    let dels = keys.to_vec().into_iter().map(|(ns, name)| {
+async fn delete_bds(ctx: &Arc<Context>, keys: Vec<(String, String)>) -> Result<(), ReconcileError> {
+    let dels = keys.into_iter().map(|(ns, name)| {
         let ctx = ctx.clone();
         async move {
             let api: Api<BundleDeployment> = Api::namespaced(ctx.client.clone(), &ns);
@@ -595,7 +601,8 @@ fn content_resource() -> kube::api::ApiResource {
     kube::api::ApiResource::erase::<fleet_api::Content>(&())
 }
 
-/// Deletes Contents no BundleDeployment and no Bundle references any more; checks every 10 s.
+/// Deletes Contents no BundleDeployment and no Bundle references any more: shortly after BDs
+/// changed, and every 30 s.
 pub async fn content_gc(ctx: Arc<Context>) {
     let api: Api<kube::api::DynamicObject> = Api::all_with(ctx.client.clone(), &content_resource());
     // Learn the existing Contents once (names only matter).
@@ -604,9 +611,15 @@ pub async fn content_gc(ctx: Arc<Context>) {
     {
         s.extend(list.items.into_iter().filter_map(|o| o.metadata.name));
     }
-    let mut tick = tokio::time::interval(Duration::from_secs(10));
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
     loop {
-        tick.tick().await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = ctx.content_changed.notified() => {
+                // Let the watch caches catch up with the writes that woke us.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        }
         let mut used: BTreeSet<String> = ctx
             .stores
             .bds

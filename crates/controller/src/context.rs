@@ -105,6 +105,8 @@ pub struct Context {
     pub(crate) polls: Mutex<HashMap<String, crate::gitrepo::PollState>>,
     /// Contents known to exist (created by us or listed at start).
     pub(crate) contents: Mutex<std::collections::HashSet<String>>,
+    /// Wakes the Content garbage collector after BDs changed.
+    pub(crate) content_changed: tokio::sync::Notify,
     ready: AtomicBool,
     started: Instant,
 }
@@ -375,6 +377,7 @@ impl Context {
             metrics: Metrics::default(),
             polls: Mutex::new(HashMap::new()),
             contents: Mutex::new(Default::default()),
+            content_changed: tokio::sync::Notify::new(),
             ready: AtomicBool::new(false),
             started: Instant::now(),
         };

@@ -113,10 +113,10 @@ pub fn ls_remote(
     for want in refs {
         for r in &map.remote_refs {
             let (name, target, peeled) = r.unpack();
-            if name == want.as_str() {
-                if let Some(id) = peeled.or(target) {
-                    return Ok(id.to_string());
-                }
+            if name == want.as_str()
+                && let Some(id) = peeled.or(target)
+            {
+                return Ok(id.to_string());
             }
         }
     }
@@ -165,12 +165,14 @@ pub fn shallow_clone(
     Ok(head)
 }
 
+/// A checkout being made or made (shared by concurrent callers for one key).
+type Checkout = Arc<tokio::sync::OnceCell<Result<PathBuf, GitError>>>;
+
 /// One checkout per (repository, commit), shared by every GitRepo that needs it.
 #[derive(Default)]
 pub struct FetchCache {
     root: PathBuf,
-    entries:
-        Mutex<HashMap<(String, String), Arc<tokio::sync::OnceCell<Result<PathBuf, GitError>>>>>,
+    entries: Mutex<HashMap<(String, String), Checkout>>,
     fetches: AtomicU64,
     seq: AtomicU64,
 }
