@@ -26,7 +26,8 @@ pub use context::{Context, Metrics};
 /// How the controllers run.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Handle only objects labelled `fleet.cattle.io/shard-ref=<id>` (None: the unlabelled ones).
+    /// Handle only objects labelled `fleet.cattle.io/shard-ref=<id>` (None: every object; leaving
+    /// labelled objects to their shard is not done yet).
     pub shard_id: Option<String>,
     /// The controller's own namespace (`cattle-fleet-system` upstream).
     pub system_namespace: String,
