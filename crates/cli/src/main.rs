@@ -8,6 +8,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod agent_cmd;
 mod apply_cmd;
 mod bench;
+mod controller_cmd;
 mod dev;
 mod install_cmd;
 mod kustomize_cmd;
@@ -41,6 +42,8 @@ enum Command {
     Target(target_cmd::TargetArgs),
     /// Render a bundle for a hypothetical cluster.
     Test(test_cmd::TestArgs),
+    /// Manager controllers against any Kubernetes API (kubeconfig or in-cluster).
+    Controller(controller_cmd::ControllerArgs),
     /// Print installation manifests (`fleet install crds`).
     Install(install_cmd::InstallArgs),
     /// Run the per-cluster agent against a downstream cluster.
@@ -60,6 +63,7 @@ fn main() -> anyhow::Result<()> {
         Command::Template(args) => template_cmd::run(args),
         Command::Kustomize(args) => kustomize_cmd::run(args),
         Command::Install(args) => install_cmd::run(args),
+        Command::Controller(args) => controller_cmd::run(args),
         Command::Apply(args) => apply_cmd::run(*args),
         Command::Target(args) => target_cmd::run(args),
         Command::Test(args) => test_cmd::run(args),

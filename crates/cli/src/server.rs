@@ -62,14 +62,54 @@ async fn serve_until_signal(args: ServerArgs) -> anyhow::Result<()> {
         }
         e => anyhow::Error::new(e).context(format!("--data-dir {}", args.data_dir.display())),
     })?;
-    if !args.no_controllers {
-        tracing::debug!("manager controllers are not part of this build yet; serving the API only");
-    }
+    let controllers = if args.no_controllers {
+        None
+    } else {
+        Some(start_controllers(&server, &args.data_dir).await?)
+    };
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "ready {}", server.url()).context("writing the ready line")?;
         out.flush().context("writing the ready line")?;
     }
     fleet_apiserver::serve::shutdown_signal().await;
+    if let Some(c) = controllers {
+        c.abort();
+    }
     server.shutdown().await.context("serving")
+}
+
+/// The manager in the same process: Fleet's CRDs are installed (server-side apply, so an upgrade
+/// updates them), then the controllers and the registration controllers run against the server
+/// through an in-process client, the same code `fleet controller` runs against any Kubernetes.
+async fn start_controllers(
+    server: &fleet_apiserver::ServerHandle,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let client = fleet_kube::in_process(server.router(), "default");
+    let api: kube::Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        kube::Api::all(client.clone());
+    let pp = kube::api::PatchParams::apply("fleet-server").force();
+    for crd in fleet_api::crds::all() {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        api.patch(&name, &pp, &kube::api::Patch::Apply(&crd))
+            .await
+            .with_context(|| format!("installing the CRD {name}"))?;
+    }
+    let mut registration =
+        fleet_controller::registration::RegistrationOptions::for_system_namespace(
+            "cattle-fleet-system",
+        );
+    registration.api_server_url = server.url().to_string();
+    registration.api_server_ca = server.ca_pem().to_string();
+    let opts = fleet_controller::Options {
+        cache_dir: Some(data_dir.join("git-cache")),
+        registration: Some(registration),
+        ..Default::default()
+    };
+    Ok(tokio::spawn(async move {
+        if let Err(e) = fleet_controller::run(client, opts).await {
+            tracing::error!("manager controllers stopped: {e}");
+        }
+    }))
 }

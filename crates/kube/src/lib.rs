@@ -119,6 +119,28 @@ where
     kube::Client::new(service, default_namespace.to_string())
 }
 
+/// The API server URL and its CA (PEM, empty when the configuration trusts the system store), as
+/// handed to agents that must reach the same server: registration tokens carry both.
+pub fn server_url_and_ca(cfg: &kube::Config) -> (String, String) {
+    use base64::Engine;
+    let url = cfg
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_string();
+    let mut pem = String::new();
+    for der in cfg.root_cert.iter().flatten() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+        pem.push_str("-----BEGIN CERTIFICATE-----\n");
+        for chunk in b64.as_bytes().chunks(64) {
+            pem.push_str(&String::from_utf8_lossy(chunk));
+            pem.push('\n');
+        }
+        pem.push_str("-----END CERTIFICATE-----\n");
+    }
+    (url, pem)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,6 +192,10 @@ mod tests {
         .expect("write");
         let cfg = config_from_kubeconfig(&p, None).await.expect("config");
         assert_eq!(cfg.cluster_url.to_string(), "https://127.0.0.1:1/");
+        assert_eq!(
+            server_url_and_ca(&cfg),
+            ("https://127.0.0.1:1".to_string(), String::new())
+        );
         assert_eq!(cfg.default_namespace, "ns1");
         client(Some(&p)).await.expect("client");
     }

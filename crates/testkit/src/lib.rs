@@ -5,13 +5,17 @@
 //! Used only as a dev-dependency. Panics are the point here: a failed setup fails the test.
 
 pub mod agent_env;
+pub mod controller;
 pub mod git;
+pub mod githttp;
 pub mod kubectl;
 pub mod process;
 pub mod tools;
 pub mod wait;
 
+pub use controller::FleetController;
 pub use git::{GitDaemon, GitRepo};
+pub use githttp::GitHttpServer;
 pub use kubectl::Kubectl;
 pub use process::{FleetProcess, FleetServer};
 pub use tools::{find_tool, in_ci};

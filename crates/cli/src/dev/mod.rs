@@ -159,7 +159,8 @@ async fn run_async(args: DevArgs) -> anyhow::Result<()> {
         procs.spawn(
             &exe,
             &format!("agent-{}", c.name),
-            &["agent", "--kubeconfig", &k],
+            // A short check-in so the dev loop sees every cluster within seconds.
+            &["agent", "--kubeconfig", &k, "--checkin-interval", "5s"],
             &logs,
         )?;
     }

@@ -1,0 +1,662 @@
+//! Bundle reconciler (upstream `bundle_controller.go`): targets from `fleet_targeting` → one
+//! BundleDeployment per target in the cluster's namespace, options Secrets with `valuesHash`,
+//! the Content named by manifestID, rollout (no fixed 50-per-pass pacing unless
+//! `rolloutStrategy.maxNew` asks), orphaned BDs deleted, finalizer, and the Bundle's status.
+//!
+//! Every write is a difference against the reflector cache: an identical BD is not written, an
+//! unchanged status is not written.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleet_api::keys::*;
+use fleet_api::{Bundle, BundleDeployment, BundleStatus, BundleSummary, Cluster, PartitionStatus};
+use fleet_targeting::Stats;
+use fleet_targeting::rollout::{DeploymentIds, RolloutTarget};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::reflector::ObjectRef;
+use serde_json::json;
+
+use crate::context::Context;
+use crate::{conditions, secs};
+
+/// Why a reconcile failed (the key is retried).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    /// An API call failed.
+    #[error("{context}: {source}")]
+    Kube {
+        /// What was being done.
+        context: String,
+        /// The client error.
+        source: kube::Error,
+    },
+    /// Anything else, worded for the status.
+    #[error("{0}")]
+    Other(String),
+}
+
+pub(crate) fn kerr(context: impl Into<String>) -> impl FnOnce(kube::Error) -> ReconcileError {
+    let context = context.into();
+    move |source| ReconcileError::Kube { context, source }
+}
+
+/// Runs the Bundle controller until its trigger streams end.
+pub async fn controller(ctx: Arc<Context>) {
+    let sub = ctx
+        .subscriptions
+        .lock()
+        .ok()
+        .and_then(|mut s| s.bundles.take());
+    let rx = ctx.receivers.lock().ok().and_then(|mut r| r.bundle.take());
+    let (Some(sub), Some(rx)) = (sub, rx) else {
+        return;
+    };
+    Controller::for_shared_stream(sub, ctx.stores.bundles.clone())
+        .reconcile_on(crate::gitrepo::channel_stream(rx))
+        .with_config(
+            Config::default()
+                .debounce(Duration::from_millis(50))
+                .concurrency(8),
+        )
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+fn error_policy(_b: Arc<Bundle>, e: &ReconcileError, _ctx: Arc<Context>) -> Action {
+    tracing::warn!("bundle reconcile: {e}");
+    Action::requeue(secs(5))
+}
+
+fn ns_name(b: &Bundle) -> (String, String) {
+    (
+        b.metadata.namespace.clone().unwrap_or_default(),
+        b.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+/// What targeting and rollout decided for one bundle (computed under the Fleet read lock).
+struct Plan {
+    targets: Vec<fleet_targeting::Target>,
+    existing: Vec<Option<Arc<BundleDeployment>>>,
+    rts: Vec<RolloutTarget>,
+    rs: fleet_targeting::rollout::RolloutStatus,
+    partitions: Vec<fleet_targeting::rollout::PartitionPlan>,
+}
+
+fn bd_namespace(c: &Cluster) -> String {
+    c.status
+        .as_ref()
+        .map(|s| s.namespace.clone())
+        .unwrap_or_default()
+}
+
+/// Targets of `b` from the shared incremental [`Fleet`], existing BDs from the cache, and the
+/// rollout pass over them.
+fn plan(ctx: &Context, b: &Bundle, mid: &str) -> Result<Plan, String> {
+    let fleet = ctx.fleet.read().unwrap_or_else(|p| p.into_inner());
+    let name = b.metadata.name.clone().unwrap_or_default();
+    let targets = fleet_targeting::targets(b, &fleet, mid, &mut Stats::default())
+        .map_err(|e| e.to_string())?;
+    let existing: Vec<Option<Arc<BundleDeployment>>> = targets
+        .iter()
+        .map(|t| {
+            ctx.stores
+                .bds
+                .get(&ObjectRef::new(&name).within(&bd_namespace(&t.cluster)))
+        })
+        .collect();
+    let views: Vec<_> = targets
+        .iter()
+        .filter_map(|t| {
+            fleet.view(
+                t.cluster.metadata.namespace.as_deref().unwrap_or(""),
+                t.cluster.metadata.name.as_deref().unwrap_or(""),
+            )
+        })
+        .collect();
+    if views.len() != targets.len() {
+        return Err("targeted cluster missing from the index".into());
+    }
+    let mut rts: Vec<RolloutTarget> = targets
+        .iter()
+        .zip(&existing)
+        .map(|(t, ex)| RolloutTarget {
+            desired_id: t.deployment_id.clone(),
+            paused: b.spec.paused || t.cluster.spec.paused,
+            deployment: ex.as_ref().map(|bd| {
+                let st = bd.status.clone().unwrap_or_default();
+                DeploymentIds {
+                    deployment_id: bd.spec.deployment_id.clone(),
+                    staged_id: bd.spec.staged_deployment_id.clone(),
+                    applied_id: st.applied_deployment_id,
+                    ready: st.ready,
+                }
+            }),
+        })
+        .collect();
+    let mut rollout = b.spec.rollout_strategy.clone().unwrap_or_default();
+    if rollout.max_new.is_none() {
+        // Upstream creates at most 50 BDs per pass; we write them all unless asked to pace.
+        rollout.max_new = Some(i64::MAX);
+    }
+    let rs = fleet_targeting::rollout::update_partitions(&rollout, &views, &mut rts)
+        .map_err(|e| e.to_string())?;
+    let partitions =
+        fleet_targeting::rollout::partitions(&rollout, &views).map_err(|e| e.to_string())?;
+    Ok(Plan {
+        targets,
+        existing,
+        rts,
+        rs,
+        partitions,
+    })
+}
+
+async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    ctx.metrics
+        .bundle_reconciles
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (ns, name) = ns_name(&bundle);
+    let api: Api<Bundle> = Api::namespaced(ctx.client.clone(), &ns);
+    let has_finalizer = bundle
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == BUNDLE_FINALIZER);
+    if bundle.metadata.deletion_timestamp.is_some() {
+        if !has_finalizer {
+            return Ok(Action::await_change());
+        }
+        let left = ctx.index.of_bundle(&ns, &name);
+        if !left.is_empty() {
+            delete_bds(&ctx, left).await?;
+            return Ok(Action::requeue(secs(2)));
+        }
+        let fins: Vec<&String> = bundle
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .filter(|f| *f != BUNDLE_FINALIZER)
+            .collect();
+        ctx.metrics.write();
+        api.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": fins, "resourceVersion": bundle.metadata.resource_version}})),
+        )
+        .await
+        .map_err(kerr(format!("removing finalizer of bundle {ns}/{name}")))?;
+        return Ok(Action::await_change());
+    }
+    if !has_finalizer {
+        let mut fins: Vec<String> = bundle.metadata.finalizers.clone().unwrap_or_default();
+        fins.push(BUNDLE_FINALIZER.into());
+        ctx.metrics.write();
+        api.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": fins, "resourceVersion": bundle.metadata.resource_version}})),
+        )
+        .await
+        .map_err(kerr(format!("adding finalizer to bundle {ns}/{name}")))?;
+        return Ok(Action::await_change());
+    }
+
+    let mut b = (*bundle).clone();
+    let mut status = bundle.status.clone().unwrap_or_default();
+    if !b.spec.values_hash.is_empty()
+        && let Err(msg) = load_values(&ctx, &mut b).await
+    {
+        conditions::set(&mut status.conditions, "Ready", false, "", &msg);
+        write_status(&ctx, &bundle, status).await?;
+        return Ok(Action::requeue(secs(5)));
+    }
+    let mid = fleet_targeting::manifest_id(&b);
+    let Plan {
+        targets,
+        existing,
+        rts,
+        rs,
+        partitions: plans,
+    } = match plan(&ctx, &b, &mid) {
+        Ok(p) => p,
+        Err(msg) => {
+            conditions::set(&mut status.conditions, "Ready", false, "", &msg);
+            write_status(&ctx, &bundle, status).await?;
+            return Ok(Action::await_change());
+        }
+    };
+    if !targets.is_empty() {
+        ensure_content(&ctx, &b, &mid).await?;
+    }
+
+    // Desired BDs, written where they differ from the cache.
+    let mut desired_keys: HashSet<(String, String)> = HashSet::new();
+    let mut shown: Vec<Option<BundleDeployment>> = Vec::with_capacity(targets.len());
+    let mut writes = Vec::new();
+    for ((t, rt), ex) in targets.iter().zip(&rts).zip(&existing) {
+        let cluster = &t.cluster;
+        let Some(d) = &rt.deployment else {
+            shown.push(None);
+            continue;
+        };
+        let mut want = fleet_targeting::bundle_deployment(&b, cluster, t, &mid);
+        if d.deployment_id != t.deployment_id {
+            // Not promoted by rollout: keep what the cluster currently deploys.
+            want.spec.deployment_id = d.deployment_id.clone();
+            want.spec.options = ex
+                .as_ref()
+                .map(|e| e.spec.options.clone())
+                .unwrap_or_default();
+        }
+        let secret = split_values(&mut want);
+        let key = (
+            want.metadata.namespace.clone().unwrap_or_default(),
+            name.clone(),
+        );
+        desired_keys.insert(key);
+        let mut view = want.clone();
+        if let Some(e) = ex {
+            view.status = e.status.clone();
+        }
+        shown.push(Some(view));
+        let same = ex
+            .as_ref()
+            .is_some_and(|e| e.spec == want.spec && e.metadata.labels == want.metadata.labels);
+        if !same {
+            writes.push(write_bd(ctx.clone(), want, ex.clone(), secret));
+        }
+    }
+    let results: Vec<Result<(), ReconcileError>> = futures::stream::iter(writes)
+        .buffer_unordered(ctx.opts.write_concurrency.max(1))
+        .collect()
+        .await;
+    let wrote = !results.is_empty();
+    for r in results {
+        r?;
+    }
+
+    // Orphans: BDs of this bundle for clusters it no longer targets.
+    let orphans: Vec<(String, String)> = ctx
+        .index
+        .of_bundle(&ns, &name)
+        .into_iter()
+        .filter(|k| !desired_keys.contains(k))
+        .collect();
+    let deleted = !orphans.is_empty();
+    delete_bds(&ctx, orphans).await?;
+    if wrote || deleted {
+        // A manifest may have lost its last BD: let the Content collector look soon.
+        ctx.content_changed.notify_one();
+    }
+
+    // Status.
+    let mut summary = BundleSummary::default();
+    for (t, bd) in targets.iter().zip(&shown) {
+        let c = &t.cluster;
+        let cname = format!(
+            "{}/{}",
+            c.metadata.namespace.as_deref().unwrap_or(""),
+            c.metadata.name.as_deref().unwrap_or("")
+        );
+        summary.desired_ready += 1;
+        match bd {
+            Some(bd) => {
+                let st = bd.status.clone().unwrap_or_default();
+                fleet_targeting::status::increment(
+                    &mut summary,
+                    &cname,
+                    fleet_targeting::status::deployment_state(bd),
+                    &fleet_targeting::status::deployment_message(bd),
+                    &st.modified_status,
+                    &st.non_ready_status,
+                );
+            }
+            None => fleet_targeting::status::increment(
+                &mut summary,
+                &cname,
+                fleet_api::state::BundleState::Pending,
+                "",
+                &[],
+                &[],
+            ),
+        }
+    }
+    let mut partitions = Vec::new();
+    for (p, (pname, count, max_unavailable, unavailable)) in plans.iter().zip(&rs.partitions) {
+        let mut ps = BundleSummary::default();
+        for &i in &p.targets {
+            let s = bundle_partition_entry(&targets[i], &shown[i]);
+            ps.desired_ready += 1;
+            fleet_targeting::status::increment(&mut ps, "", s, "", &[], &[]);
+        }
+        partitions.push(PartitionStatus {
+            name: pname.clone(),
+            count: *count,
+            max_unavailable: *max_unavailable,
+            unavailable: *unavailable,
+            summary: ps,
+        });
+    }
+    let msg = fleet_targeting::status::ready_message(&summary, "Cluster");
+    conditions::set(&mut status.conditions, "Ready", msg.is_empty(), "", &msg);
+    status.display.ready_clusters = fleet_targeting::status::ready_ratio(&summary);
+    status.display.state = fleet_targeting::status::summary_state(&summary)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_default();
+    status.summary = summary;
+    status.unavailable = rs.unavailable;
+    status.max_unavailable = rs.max_unavailable;
+    status.unavailable_partitions = rs.unavailable_partitions;
+    status.max_unavailable_partitions = rs.max_unavailable_partitions;
+    status.partitions = partitions;
+    status.observed_generation = bundle.metadata.generation.unwrap_or(0);
+    status.resource_key.clear();
+    write_status(&ctx, &bundle, status).await?;
+    Ok(Action::await_change())
+}
+
+fn bundle_partition_entry(
+    _t: &fleet_targeting::Target,
+    bd: &Option<BundleDeployment>,
+) -> fleet_api::state::BundleState {
+    match bd {
+        Some(bd) => fleet_targeting::status::deployment_state(bd),
+        None => fleet_api::state::BundleState::Pending,
+    }
+}
+
+/// Writes the status if it differs from the cached one (PUT on the status subresource).
+async fn write_status(
+    ctx: &Context,
+    bundle: &Bundle,
+    status: BundleStatus,
+) -> Result<(), ReconcileError> {
+    if bundle.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let (ns, name) = ns_name(bundle);
+    let api: Api<Bundle> = Api::namespaced(ctx.client.clone(), &ns);
+    let mut obj = bundle.clone();
+    obj.status = Some(status);
+    ctx.metrics.write();
+    api.replace_status(&name, &PostParams::default(), &obj)
+        .await
+        .map_err(kerr(format!("updating status of bundle {ns}/{name}")))?;
+    Ok(())
+}
+
+/// Reads the bundle's values Secret back into its spec (the values live out of band).
+async fn load_values(ctx: &Context, b: &mut Bundle) -> Result<(), String> {
+    let (ns, name) = ns_name(b);
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+    let s = secrets
+        .get_opt(&name)
+        .await
+        .map_err(|e| format!("reading values secret {ns}/{name}: {e}"))?
+        .ok_or_else(|| format!("values secret {ns}/{name} not found"))?;
+    let data: BTreeMap<String, Vec<u8>> = s
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect();
+    let hash = fleet_bundle::values::hash_values(&data);
+    if hash != b.spec.values_hash {
+        return Err(format!(
+            "values secret {ns}/{name} does not match the bundle's valuesHash"
+        ));
+    }
+    let parse = |k: &str, v: &[u8]| -> Result<serde_json::Map<String, serde_json::Value>, String> {
+        serde_json::from_slice(v).map_err(|e| format!("values secret {ns}/{name} key {k}: {e}"))
+    };
+    for (k, v) in &data {
+        let values = parse(k, v)?;
+        if k == "values.yaml" {
+            b.spec
+                .options
+                .helm
+                .get_or_insert_with(Default::default)
+                .values = Some(values);
+        } else if let Some(t) = b.spec.targets.iter_mut().find(|t| &t.name == k) {
+            t.options.helm.get_or_insert_with(Default::default).values = Some(values);
+        }
+    }
+    Ok(())
+}
+
+/// Moves helm values out of a BD into its options Secret (`values`, `stagedValues`) and sets
+/// `valuesHash`; returns the Secret data, if any.
+fn split_values(bd: &mut BundleDeployment) -> Option<BTreeMap<String, Vec<u8>>> {
+    let take = |o: &mut fleet_api::BundleDeploymentOptions| -> Vec<u8> {
+        o.helm
+            .as_mut()
+            .and_then(|h| h.values.take())
+            .filter(|v| !v.is_empty())
+            .and_then(|v| fleet_api::fleetyaml::go_json(&v).ok())
+            .map(String::into_bytes)
+            .unwrap_or_default()
+    };
+    let values = take(&mut bd.spec.options);
+    let staged = take(&mut bd.spec.staged_options);
+    if values.is_empty() && staged.is_empty() {
+        return None;
+    }
+    let mut all = values.clone();
+    all.extend_from_slice(&staged);
+    bd.spec.values_hash = fleet_api::names::sha256_hex(&all);
+    Some(BTreeMap::from([
+        ("values".to_string(), values),
+        ("stagedValues".to_string(), staged),
+    ]))
+}
+
+/// Creates or updates one BD (its options Secret first, when its values changed).
+async fn write_bd(
+    ctx: Arc<Context>,
+    want: BundleDeployment,
+    existing: Option<Arc<BundleDeployment>>,
+    secret: Option<BTreeMap<String, Vec<u8>>>,
+) -> Result<(), ReconcileError> {
+    let ns = want.metadata.namespace.clone().unwrap_or_default();
+    let name = want.metadata.name.clone().unwrap_or_default();
+    let api: Api<BundleDeployment> = Api::namespaced(ctx.client.clone(), &ns);
+    if let Some(data) = secret
+        && existing.as_ref().map(|e| &e.spec.values_hash) != Some(&want.spec.values_hash)
+    {
+        let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+        let s = Secret {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(ns.clone()),
+                labels: want.metadata.labels.clone(),
+                ..Default::default()
+            },
+            type_: Some(SECRET_TYPE_BUNDLE_DEPLOYMENT_OPTIONS.into()),
+            data: Some(
+                data.into_iter()
+                    .map(|(k, v)| (k, k8s_openapi::ByteString(v)))
+                    .collect(),
+            ),
+            ..Default::default()
+        };
+        ctx.metrics.write();
+        secrets
+            .patch(
+                &name,
+                &PatchParams::apply("fleet-controller").force(),
+                &Patch::Apply(&s),
+            )
+            .await
+            .map_err(kerr(format!("writing options secret {ns}/{name}")))?;
+    }
+    ctx.metrics.write();
+    match existing {
+        Some(e) => {
+            let mut obj = (*e).clone();
+            obj.spec = want.spec;
+            obj.metadata.labels = want.metadata.labels;
+            obj.status = None;
+            api.replace(&name, &PostParams::default(), &obj)
+                .await
+                .map_err(kerr(format!("updating bundledeployment {ns}/{name}")))?;
+        }
+        None => match api.create(&PostParams::default(), &want).await {
+            Ok(_) => {}
+            // Created meanwhile (cache behind): the watch event brings it and a new pass.
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(kerr(format!("creating bundledeployment {ns}/{name}"))(e)),
+        },
+    }
+    Ok(())
+}
+
+/// Deletes BDs (and their options Secrets).
+async fn delete_bds(ctx: &Arc<Context>, keys: Vec<(String, String)>) -> Result<(), ReconcileError> {
+    let dels = keys.into_iter().map(|(ns, name)| {
+        let ctx = ctx.clone();
+        async move {
+            let api: Api<BundleDeployment> = Api::namespaced(ctx.client.clone(), &ns);
+            let cached = ctx.stores.bds.get(&ObjectRef::new(&name).within(&ns));
+            if cached
+                .as_ref()
+                .is_some_and(|c| c.metadata.deletion_timestamp.is_some())
+            {
+                return Ok(());
+            }
+            ctx.metrics.write();
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(kerr(format!("deleting bundledeployment {ns}/{name}"))(e)),
+            }
+            if cached.is_some_and(|c| !c.spec.values_hash.is_empty()) {
+                let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+                ctx.metrics.write();
+                let _ = secrets.delete(&name, &DeleteParams::default()).await;
+            }
+            Ok(())
+        }
+    });
+    let results: Vec<Result<(), ReconcileError>> = futures::stream::iter(dels)
+        .buffer_unordered(ctx.opts.write_concurrency.max(1))
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+#[derive(serde::Serialize)]
+struct Manifest<'a> {
+    resources: &'a [fleet_api::BundleResource],
+}
+
+/// Creates the Content `mid` once (if this process has not seen it).
+async fn ensure_content(ctx: &Context, b: &Bundle, mid: &str) -> Result<(), ReconcileError> {
+    if ctx
+        .contents
+        .lock()
+        .map(|s| s.contains(mid))
+        .unwrap_or(false)
+    {
+        return Ok(());
+    }
+    let json = fleet_api::fleetyaml::go_json_ordered(&Manifest {
+        resources: &b.spec.resources,
+    })
+    .map_err(|e| ReconcileError::Other(e.to_string()))?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, json.as_bytes())
+        .map_err(|e| ReconcileError::Other(e.to_string()))?;
+    let bytes = gz
+        .finish()
+        .map_err(|e| ReconcileError::Other(e.to_string()))?;
+    use base64::Engine;
+    let obj = json!({
+        "apiVersion": API_VERSION, "kind": "Content",
+        "metadata": {"name": mid},
+        "content": base64::engine::general_purpose::STANDARD.encode(bytes),
+        "sha256sum": fleet_api::names::sha256_hex(json.as_bytes()),
+    });
+    let api: Api<kube::api::DynamicObject> = Api::all_with(ctx.client.clone(), &content_resource());
+    let obj: kube::api::DynamicObject =
+        serde_json::from_value(obj).map_err(|e| ReconcileError::Other(e.to_string()))?;
+    ctx.metrics.write();
+    match api.create(&PostParams::default(), &obj).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => return Err(kerr(format!("creating content {mid}"))(e)),
+    }
+    if let Ok(mut s) = ctx.contents.lock() {
+        s.insert(mid.to_string());
+    }
+    Ok(())
+}
+
+fn content_resource() -> kube::api::ApiResource {
+    kube::api::ApiResource::erase::<fleet_api::Content>(&())
+}
+
+/// Deletes Contents no BundleDeployment and no Bundle references any more: shortly after BDs
+/// changed, and every 30 s.
+pub async fn content_gc(ctx: Arc<Context>) {
+    let api: Api<kube::api::DynamicObject> = Api::all_with(ctx.client.clone(), &content_resource());
+    // Learn the existing Contents once (names only matter).
+    if let Ok(list) = api.list(&Default::default()).await
+        && let Ok(mut s) = ctx.contents.lock()
+    {
+        s.extend(list.items.into_iter().filter_map(|o| o.metadata.name));
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = ctx.content_changed.notified() => {
+                // Let the watch caches catch up with the writes that woke us.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        }
+        let mut used: BTreeSet<String> = ctx
+            .stores
+            .bds
+            .state()
+            .iter()
+            .filter_map(|bd| {
+                bd.metadata
+                    .labels
+                    .as_ref()?
+                    .get(CONTENT_NAME_LABEL)
+                    .cloned()
+            })
+            .collect();
+        for b in ctx.stores.bundles.state() {
+            used.insert(fleet_targeting::manifest_id(&b));
+        }
+        let unused: Vec<String> = ctx
+            .contents
+            .lock()
+            .map(|s| s.iter().filter(|c| !used.contains(*c)).cloned().collect())
+            .unwrap_or_default();
+        for c in unused {
+            ctx.metrics.write();
+            match api.delete(&c, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => {
+                    tracing::warn!("deleting content {c}: {e}");
+                    continue;
+                }
+            }
+            if let Ok(mut s) = ctx.contents.lock() {
+                s.remove(&c);
+            }
+        }
+    }
+}

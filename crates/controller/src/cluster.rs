@@ -1,0 +1,288 @@
+//! Cluster and ClusterGroup reconcilers: the cluster namespace (upstream's name, labels and
+//! annotations) and `status.namespace`, deletion of a Cluster's BDs and namespace, Cluster status
+//! (summary over its BDs, `display.readyBundles`, state incl. `WaitCheckIn`) and ClusterGroup
+//! status (counts, non-ready clusters, summed summary, display).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleet_api::keys::*;
+use fleet_api::{BundleSummary, Cluster, ClusterGroup};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::reflector::ObjectRef;
+use serde_json::json;
+
+use crate::bundle::{ReconcileError, kerr};
+use crate::context::Context;
+use crate::gitrepo::channel_stream;
+use crate::{conditions, secs};
+
+/// Runs the Cluster controller.
+pub async fn controller(ctx: Arc<Context>) {
+    let sub = ctx
+        .subscriptions
+        .lock()
+        .ok()
+        .and_then(|mut s| s.clusters.take());
+    let rx = ctx.receivers.lock().ok().and_then(|mut r| r.cluster.take());
+    let (Some(sub), Some(rx)) = (sub, rx) else {
+        return;
+    };
+    Controller::for_shared_stream(sub, ctx.stores.clusters.clone())
+        .reconcile_on(channel_stream(rx))
+        .with_config(
+            Config::default()
+                .debounce(Duration::from_millis(100))
+                .concurrency(8),
+        )
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+/// Runs the ClusterGroup controller.
+pub async fn group_controller(ctx: Arc<Context>) {
+    let sub = ctx
+        .subscriptions
+        .lock()
+        .ok()
+        .and_then(|mut s| s.groups.take());
+    let rx = ctx.receivers.lock().ok().and_then(|mut r| r.group.take());
+    let (Some(sub), Some(rx)) = (sub, rx) else {
+        return;
+    };
+    Controller::for_shared_stream(sub, ctx.stores.groups.clone())
+        .reconcile_on(channel_stream(rx))
+        .with_config(
+            Config::default()
+                .debounce(Duration::from_millis(200))
+                .concurrency(4),
+        )
+        .run(reconcile_group, group_error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+fn error_policy(_c: Arc<Cluster>, e: &ReconcileError, _ctx: Arc<Context>) -> Action {
+    tracing::warn!("cluster reconcile: {e}");
+    Action::requeue(secs(5))
+}
+
+fn group_error_policy(_c: Arc<ClusterGroup>, e: &ReconcileError, _ctx: Arc<Context>) -> Action {
+    tracing::warn!("clustergroup reconcile: {e}");
+    Action::requeue(secs(5))
+}
+
+async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    ctx.metrics
+        .cluster_reconciles
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let ns = c.metadata.namespace.clone().unwrap_or_default();
+    let name = c.metadata.name.clone().unwrap_or_default();
+    let cns = fleet_api::names::cluster_namespace(&ns, &name);
+    let api: Api<Cluster> = Api::namespaced(ctx.client.clone(), &ns);
+    let nss: Api<Namespace> = Api::all(ctx.client.clone());
+    let fins: Vec<String> = c.metadata.finalizers.clone().unwrap_or_default();
+    let has_finalizer = fins.iter().any(|f| f == CLUSTER_FINALIZER);
+    if c.metadata.deletion_timestamp.is_some() {
+        if !has_finalizer {
+            return Ok(Action::await_change());
+        }
+        let left = ctx.index.in_namespace(&cns);
+        if !left.is_empty() {
+            let bds: Api<fleet_api::BundleDeployment> = Api::namespaced(ctx.client.clone(), &cns);
+            for n in left {
+                ctx.metrics.write();
+                match bds.delete(&n, &DeleteParams::default()).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 => {}
+                    Err(e) => return Err(kerr(format!("deleting bundledeployment {cns}/{n}"))(e)),
+                }
+            }
+            return Ok(Action::requeue(secs(2)));
+        }
+        ctx.metrics.write();
+        match nss.delete(&cns, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(kerr(format!("deleting namespace {cns}"))(e)),
+        }
+        let keep: Vec<&String> = fins.iter().filter(|f| *f != CLUSTER_FINALIZER).collect();
+        ctx.metrics.write();
+        api.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": keep, "resourceVersion": c.metadata.resource_version}})),
+        )
+        .await
+        .map_err(kerr(format!("removing finalizer of cluster {ns}/{name}")))?;
+        return Ok(Action::await_change());
+    }
+    if !has_finalizer {
+        let mut f = fins.clone();
+        f.push(CLUSTER_FINALIZER.into());
+        ctx.metrics.write();
+        api.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": f, "resourceVersion": c.metadata.resource_version}})),
+        )
+        .await
+        .map_err(kerr(format!("adding finalizer to cluster {ns}/{name}")))?;
+        return Ok(Action::await_change());
+    }
+
+    let mut status = c.status.clone().unwrap_or_default();
+    if status.namespace != cns {
+        let n: Namespace = serde_json::from_value(json!({"metadata": {
+            "name": cns,
+            "labels": {MANAGED_LABEL: "true"},
+            "annotations": {CLUSTER_NAMESPACE_ANNOTATION: ns, CLUSTER_ANNOTATION: name},
+        }}))
+        .map_err(|e| ReconcileError::Other(e.to_string()))?;
+        ctx.metrics.write();
+        crate::bootstrap::create_absent(&nss, &n)
+            .await
+            .map_err(kerr(format!("creating namespace {cns}")))?;
+        status.namespace = cns.clone();
+    }
+
+    // Summary over the BDs in the cluster namespace.
+    let mut summary = BundleSummary::default();
+    let mut counts = fleet_api::ResourceCounts::default();
+    let mut repos: BTreeMap<(String, String), bool> = BTreeMap::new();
+    for bdname in ctx.index.in_namespace(&cns) {
+        let Some(bd) = ctx.stores.bds.get(&ObjectRef::new(&bdname).within(&cns)) else {
+            continue;
+        };
+        let st = bd.status.clone().unwrap_or_default();
+        let state = fleet_targeting::status::deployment_state(&bd);
+        let labels = bd.metadata.labels.clone().unwrap_or_default();
+        let bns = labels
+            .get(BUNDLE_NAMESPACE_LABEL)
+            .cloned()
+            .unwrap_or_default();
+        summary.desired_ready += 1;
+        fleet_targeting::status::increment(
+            &mut summary,
+            &format!("{bns}/{bdname}"),
+            state,
+            &fleet_targeting::status::deployment_message(&bd),
+            &st.modified_status,
+            &st.non_ready_status,
+        );
+        let rc = &st.resource_counts;
+        counts.ready += rc.ready;
+        counts.desired_ready += rc.desired_ready;
+        counts.wait_applied += rc.wait_applied;
+        counts.modified += rc.modified;
+        counts.orphaned += rc.orphaned;
+        counts.missing += rc.missing;
+        counts.unknown += rc.unknown;
+        counts.not_ready += rc.not_ready;
+        if let Some(repo) = labels.get(REPO_LABEL) {
+            // Upstream quirk: a GitRepo counts as ready if any of its BDs here is Ready.
+            let e = repos.entry((bns, repo.clone())).or_insert(false);
+            *e = *e || state == fleet_api::state::BundleState::Ready;
+        }
+    }
+    let seen = status.agent.last_seen.is_some();
+    status.display.ready_bundles = fleet_targeting::status::ready_ratio(&summary);
+    status.display.state = fleet_targeting::status::cluster_display_state(&summary, seen);
+    status.desired_ready_git_repos = repos.len() as i64;
+    status.ready_git_repos = repos.values().filter(|r| **r).count() as i64;
+    status.resource_counts = counts;
+    let msg = fleet_targeting::status::ready_message(&summary, "Bundle");
+    conditions::set(&mut status.conditions, "Ready", msg.is_empty(), "", &msg);
+    status.summary = summary;
+    if c.status.as_ref() != Some(&status) {
+        let mut obj = (*c).clone();
+        obj.status = Some(status);
+        ctx.metrics.write();
+        api.replace_status(&name, &PostParams::default(), &obj)
+            .await
+            .map_err(kerr(format!("updating status of cluster {ns}/{name}")))?;
+    }
+    Ok(Action::await_change())
+}
+
+async fn reconcile_group(
+    g: Arc<ClusterGroup>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    ctx.metrics
+        .clustergroup_reconciles
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let ns = g.metadata.namespace.clone().unwrap_or_default();
+    let name = g.metadata.name.clone().unwrap_or_default();
+    let sel = g
+        .spec
+        .selector
+        .as_ref()
+        .and_then(|s| fleet_targeting::selector::Selector::compile(s).ok());
+    let empty = BTreeMap::new();
+    let mut members: Vec<Arc<Cluster>> = ctx
+        .stores
+        .clusters
+        .state()
+        .into_iter()
+        .filter(|c| c.metadata.namespace.as_deref() == Some(ns.as_str()))
+        .filter(|c| {
+            sel.as_ref()
+                .is_some_and(|s| s.matches(c.metadata.labels.as_ref().unwrap_or(&empty)))
+        })
+        .collect();
+    members.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let mut status = g.status.clone().unwrap_or_default();
+    let mut summary = BundleSummary::default();
+    let mut counts = fleet_api::ResourceCounts::default();
+    let mut non_ready = Vec::new();
+    for c in &members {
+        let cs = c.status.clone().unwrap_or_default();
+        fleet_targeting::status::add(&mut summary, &cs.summary);
+        let rc = &cs.resource_counts;
+        counts.ready += rc.ready;
+        counts.desired_ready += rc.desired_ready;
+        counts.wait_applied += rc.wait_applied;
+        counts.modified += rc.modified;
+        counts.orphaned += rc.orphaned;
+        counts.missing += rc.missing;
+        counts.unknown += rc.unknown;
+        counts.not_ready += rc.not_ready;
+        if cs.summary.ready != cs.summary.desired_ready {
+            non_ready.push(c.metadata.name.clone().unwrap_or_default());
+        }
+    }
+    summary.non_ready_resources.truncate(10);
+    status.cluster_count = members.len() as i64;
+    status.non_ready_cluster_count = non_ready.len() as i64;
+    non_ready.truncate(10);
+    status.display.ready_clusters = fleet_targeting::status::cluster_group_ready(
+        members.len() - status.non_ready_cluster_count as usize,
+        members.len(),
+        &non_ready,
+    );
+    status.non_ready_clusters = non_ready;
+    status.display.ready_bundles = fleet_targeting::status::ready_ratio(&summary);
+    status.display.state = fleet_targeting::status::summary_state(&summary)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_default();
+    status.resource_counts = counts;
+    let msg = fleet_targeting::status::ready_message(&summary, "Bundle");
+    conditions::set(&mut status.conditions, "Ready", msg.is_empty(), "", &msg);
+    status.summary = summary;
+    if g.status.as_ref() != Some(&status) {
+        let api: Api<ClusterGroup> = Api::namespaced(ctx.client.clone(), &ns);
+        let mut obj = (*g).clone();
+        obj.status = Some(status);
+        ctx.metrics.write();
+        api.replace_status(&name, &PostParams::default(), &obj)
+            .await
+            .map_err(kerr(format!("updating status of clustergroup {ns}/{name}")))?;
+    }
+    Ok(Action::await_change())
+}

@@ -1,0 +1,447 @@
+//! Shared state of the controllers: the client, one reflector cache per kind (one watch each,
+//! shared by every reconciler), the BundleDeployment index, the trigger channels that turn an
+//! event on one kind into work-queue keys of another, the git fetch cache and the metrics.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use fleet_api::keys::*;
+use fleet_api::{Bundle, BundleDeployment, Cluster, ClusterGroup, GitRepo};
+use futures::{StreamExt, TryStreamExt};
+use kube::api::Api;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use crate::Options;
+use crate::git::FetchCache;
+use crate::index::BdIndex;
+use fleet_targeting::Fleet;
+use fleet_targeting::fleet::Key;
+
+/// Counters exposed on `/metrics` (and read by tests through it).
+#[derive(Default)]
+pub struct Metrics {
+    /// Every create/update/patch/delete the controllers sent to the API.
+    pub writes: AtomicU64,
+    /// Reconciles of Bundles.
+    pub bundle_reconciles: AtomicU64,
+    /// Reconciles of GitRepos.
+    pub gitrepo_reconciles: AtomicU64,
+    /// Reconciles of Clusters.
+    pub cluster_reconciles: AtomicU64,
+    /// Reconciles of ClusterGroups.
+    pub clustergroup_reconciles: AtomicU64,
+    /// `ls-remote` calls.
+    pub polls: AtomicU64,
+    /// Bundle builds (a repository checkout read into Bundles for one GitRepo).
+    pub builds: AtomicU64,
+}
+
+impl Metrics {
+    /// Counts one API write.
+    pub fn write(&self) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Keys pushed into the work queues of the reconcilers by events on related kinds.
+pub struct Triggers {
+    pub(crate) bundle: UnboundedSender<ObjectRef<Bundle>>,
+    pub(crate) gitrepo: UnboundedSender<ObjectRef<GitRepo>>,
+    pub(crate) cluster: UnboundedSender<ObjectRef<Cluster>>,
+    pub(crate) group: UnboundedSender<ObjectRef<ClusterGroup>>,
+}
+
+/// The receiving ends, taken once by each controller.
+#[derive(Default)]
+pub struct TriggerReceivers {
+    pub(crate) bundle: Option<UnboundedReceiver<ObjectRef<Bundle>>>,
+    pub(crate) gitrepo: Option<UnboundedReceiver<ObjectRef<GitRepo>>>,
+    pub(crate) cluster: Option<UnboundedReceiver<ObjectRef<Cluster>>>,
+    pub(crate) group: Option<UnboundedReceiver<ObjectRef<ClusterGroup>>>,
+}
+
+/// Reflector caches.
+#[derive(Clone)]
+pub struct Stores {
+    /// GitRepos.
+    pub gitrepos: Store<GitRepo>,
+    /// Bundles.
+    pub bundles: Store<Bundle>,
+    /// BundleDeployments.
+    pub bds: Store<BundleDeployment>,
+    /// Clusters.
+    pub clusters: Store<Cluster>,
+    /// ClusterGroups.
+    pub groups: Store<ClusterGroup>,
+}
+
+/// Shared controller state.
+pub struct Context {
+    /// The Kubernetes client.
+    pub client: kube::Client,
+    /// Options given to [`crate::run`].
+    pub opts: Options,
+    /// Reflector caches.
+    pub stores: Stores,
+    /// BundleDeployments by bundle and by cluster namespace.
+    pub index: Arc<BdIndex>,
+    /// Clusters (those with a cluster namespace) and ClusterGroups, indexed for targeting and
+    /// updated one object at a time from the watches.
+    pub fleet: Arc<RwLock<Fleet>>,
+    /// Cross-kind triggers.
+    pub triggers: Arc<Triggers>,
+    pub(crate) receivers: Mutex<TriggerReceivers>,
+    pub(crate) subscriptions: Mutex<Subscriptions>,
+    /// Git checkouts, one per (repository, commit).
+    pub fetch: FetchCache,
+    /// Counters.
+    pub metrics: Metrics,
+    /// Per-GitRepo polling state (next poll, backoff, last applied), by uid.
+    pub(crate) polls: Mutex<HashMap<String, crate::gitrepo::PollState>>,
+    /// Contents known to exist (created by us or listed at start).
+    pub(crate) contents: Mutex<std::collections::HashSet<String>>,
+    /// Wakes the Content garbage collector after BDs changed.
+    pub(crate) content_changed: tokio::sync::Notify,
+    ready: AtomicBool,
+    started: Instant,
+}
+
+/// Shared subscriber streams of the primary kinds (taken by each controller).
+#[derive(Default)]
+pub struct Subscriptions {
+    pub(crate) gitrepos: Option<reflector::ReflectHandle<GitRepo>>,
+    pub(crate) bundles: Option<reflector::ReflectHandle<Bundle>>,
+    pub(crate) clusters: Option<reflector::ReflectHandle<Cluster>>,
+    pub(crate) groups: Option<reflector::ReflectHandle<ClusterGroup>>,
+}
+
+/// The watch streams (drive them with [`WatchStreams::spawn_all`]).
+pub struct WatchStreams {
+    streams: Vec<futures::future::BoxFuture<'static, ()>>,
+}
+
+impl WatchStreams {
+    /// Spawns one task per watch.
+    pub fn spawn_all(self, set: &mut tokio::task::JoinSet<()>) {
+        for s in self.streams {
+            set.spawn(s);
+        }
+    }
+}
+
+fn label<'a>(meta: &'a kube::api::ObjectMeta, k: &str) -> Option<&'a str> {
+    meta.labels.as_ref()?.get(k).map(String::as_str)
+}
+
+/// Label selector for this shard (None for the default shard: everything).
+fn shard_selector(opts: &Options) -> watcher::Config {
+    let cfg = watcher::Config::default().any_semantic();
+    match &opts.shard_id {
+        Some(id) => cfg.labels(&format!("{SHARD_REF_LABEL}={id}")),
+        None => cfg,
+    }
+}
+
+impl Context {
+    /// Creates the caches and the watch streams feeding them (not yet running).
+    pub fn start(
+        client: kube::Client,
+        opts: Options,
+        cache_dir: PathBuf,
+    ) -> (Context, WatchStreams) {
+        let (btx, brx) = unbounded_channel();
+        let (gtx, grx) = unbounded_channel();
+        let (ctx_, crx) = unbounded_channel();
+        let (grtx, grrx) = unbounded_channel();
+        let triggers = Arc::new(Triggers {
+            bundle: btx,
+            gitrepo: gtx,
+            cluster: ctx_,
+            group: grtx,
+        });
+        let index = Arc::new(BdIndex::default());
+        let mut streams: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
+        let shard = shard_selector(&opts);
+
+        let (gitrepos, gw) = reflector::store_shared::<GitRepo>(4096);
+        let (bundles, bw) = reflector::store_shared::<Bundle>(4096);
+        let (bds, dw) = reflector::store_shared::<BundleDeployment>(4096);
+        let (clusters, cw) = reflector::store_shared::<Cluster>(4096);
+        let (groups, grw) = reflector::store_shared::<ClusterGroup>(4096);
+        let subs = Subscriptions {
+            gitrepos: gw.subscribe(),
+            bundles: bw.subscribe(),
+            clusters: cw.subscribe(),
+            groups: grw.subscribe(),
+        };
+        let stores = Stores {
+            gitrepos,
+            bundles,
+            bds,
+            clusters,
+            groups,
+        };
+
+        // GitRepos: nothing else depends on them.
+        let s = watcher(Api::<GitRepo>::all(client.clone()), shard.clone())
+            .default_backoff()
+            .reflect_shared(gw);
+        streams.push(drive(s));
+
+        // Bundles → their GitRepo's status.
+        let t = triggers.clone();
+        let s = watcher(Api::<Bundle>::all(client.clone()), shard.clone())
+            .default_backoff()
+            .map_ok(move |ev| {
+                ev_objects(&ev, |b: &Bundle| {
+                    if let (Some(repo), Some(ns)) =
+                        (label(&b.metadata, REPO_LABEL), &b.metadata.namespace)
+                    {
+                        let _ = t.gitrepo.send(ObjectRef::new(repo).within(ns));
+                    }
+                });
+                ev
+            })
+            .reflect_shared(bw);
+        streams.push(drive(s));
+
+        // BundleDeployments → index; their bundle, cluster and GitRepo.
+        let t = triggers.clone();
+        let idx = index.clone();
+        let s = watcher(Api::<BundleDeployment>::all(client.clone()), shard.clone())
+            .default_backoff()
+            .map_ok(move |ev| {
+                idx.apply(&ev);
+                ev_objects(&ev, |bd: &BundleDeployment| route_bd(&t, bd));
+                ev
+            })
+            .reflect_shared(dw);
+        streams.push(drive(s));
+
+        // Clusters → the Fleet index; bundles (on label/namespace/paused changes); their groups.
+        let t = triggers.clone();
+        let fleet: Arc<RwLock<Fleet>> = Arc::new(RwLock::new(Fleet::default()));
+        let (old_clusters, bstore, f) = (
+            stores.clusters.clone(),
+            stores.bundles.clone(),
+            fleet.clone(),
+        );
+        let mut listed: Option<HashSet<Key>> = None;
+        let s = watcher(
+            Api::<Cluster>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+        )
+        .default_backoff()
+        .map_ok(move |ev| {
+            let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
+            match &ev {
+                watcher::Event::Init => listed = Some(HashSet::new()),
+                watcher::Event::InitDone => {
+                    if let Some(seen) = listed.take() {
+                        let gone: Vec<Key> = fl
+                            .clusters()
+                            .map(|c| Key::of(&c.metadata))
+                            .filter(|k| !seen.contains(k))
+                            .collect();
+                        for k in gone {
+                            fl.remove_cluster(&k.namespace, &k.name);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            ev_objects(&ev, |c: &Cluster| {
+                let deleted = matches!(ev, watcher::Event::Delete(_));
+                let key = Key::of(&c.metadata);
+                if let Some(seen) = listed.as_mut() {
+                    seen.insert(key.clone());
+                }
+                let usable = !deleted
+                    && c.metadata.deletion_timestamp.is_none()
+                    && c.status.as_ref().is_some_and(|s| !s.namespace.is_empty());
+                let mut groups = if usable {
+                    fl.upsert_cluster(c.clone())
+                } else {
+                    fl.remove_cluster(&key.namespace, &key.name)
+                };
+                let old = old_clusters.get(&ObjectRef::from(c));
+                let targeting_changed = deleted
+                    || old.as_ref().is_none_or(|o| {
+                        o.metadata.labels != c.metadata.labels
+                            || o.spec.paused != c.spec.paused
+                            || o.status.as_ref().map(|s| &s.namespace)
+                                != c.status.as_ref().map(|s| &s.namespace)
+                            || c.metadata.deletion_timestamp.is_some()
+                    });
+                if targeting_changed {
+                    for b in bstore.state() {
+                        // Bundles of this namespace, and bundles elsewhere (mappings).
+                        let _ = t.bundle.send(ObjectRef::from(b.as_ref()));
+                    }
+                }
+                let status_changed = old.as_ref().is_none_or(|o| o.status != c.status);
+                if status_changed || targeting_changed {
+                    groups.extend(
+                        fl.groups_of(&key.namespace, &key.name)
+                            .map(|g| Key::of(&g.metadata)),
+                    );
+                }
+                for g in groups {
+                    let _ = t.group.send(ObjectRef::new(&g.name).within(&g.namespace));
+                }
+            });
+            drop(fl);
+            ev
+        })
+        .reflect_shared(cw);
+        streams.push(drive(s));
+
+        // ClusterGroups → the Fleet index; bundles (selector or labels changed); themselves.
+        let t = triggers.clone();
+        let (old_groups, bstore, f) =
+            (stores.groups.clone(), stores.bundles.clone(), fleet.clone());
+        let mut listed: Option<HashSet<Key>> = None;
+        let s = watcher(
+            Api::<ClusterGroup>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+        )
+        .default_backoff()
+        .map_ok(move |ev| {
+            let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
+            match &ev {
+                watcher::Event::Init => listed = Some(HashSet::new()),
+                watcher::Event::InitDone => {
+                    if let Some(seen) = listed.take() {
+                        let gone: Vec<Key> = fl
+                            .groups()
+                            .map(|g| Key::of(&g.metadata))
+                            .filter(|k| !seen.contains(k))
+                            .collect();
+                        for k in gone {
+                            fl.remove_group(&k.namespace, &k.name);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            ev_objects(&ev, |g: &ClusterGroup| {
+                let deleted = matches!(ev, watcher::Event::Delete(_));
+                let key = Key::of(&g.metadata);
+                if let Some(seen) = listed.as_mut() {
+                    seen.insert(key.clone());
+                }
+                if deleted {
+                    fl.remove_group(&key.namespace, &key.name);
+                } else {
+                    fl.upsert_group(g.clone());
+                }
+                let old = old_groups.get(&ObjectRef::from(g));
+                let changed = deleted
+                    || old.as_ref().is_none_or(|o| {
+                        o.spec != g.spec
+                            || o.metadata.labels != g.metadata.labels
+                            || g.metadata.deletion_timestamp.is_some()
+                    });
+                if changed {
+                    for b in bstore.state() {
+                        let _ = t.bundle.send(ObjectRef::from(b.as_ref()));
+                    }
+                }
+            });
+            drop(fl);
+            ev
+        })
+        .reflect_shared(grw);
+        streams.push(drive(s));
+
+        let ctx = Context {
+            fetch: FetchCache::new(cache_dir),
+            client,
+            opts,
+            stores,
+            index,
+            fleet,
+            triggers,
+            receivers: Mutex::new(TriggerReceivers {
+                bundle: Some(brx),
+                gitrepo: Some(grx),
+                cluster: Some(crx),
+                group: Some(grrx),
+            }),
+            subscriptions: Mutex::new(subs),
+            metrics: Metrics::default(),
+            polls: Mutex::new(HashMap::new()),
+            contents: Mutex::new(Default::default()),
+            content_changed: tokio::sync::Notify::new(),
+            ready: AtomicBool::new(false),
+            started: Instant::now(),
+        };
+        (ctx, WatchStreams { streams })
+    }
+
+    /// Waits until every cache has its initial list (no reconcile may run on a partial cache:
+    /// it would delete "orphans" that are merely not listed yet).
+    pub async fn wait_ready(&self) {
+        let s = &self.stores;
+        let _ = s.gitrepos.wait_until_ready().await;
+        let _ = s.bundles.wait_until_ready().await;
+        let _ = s.bds.wait_until_ready().await;
+        let _ = s.clusters.wait_until_ready().await;
+        let _ = s.groups.wait_until_ready().await;
+    }
+
+    pub(crate) fn set_ready(&self) {
+        self.ready.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the caches are synced and the controllers running (`/readyz`).
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
+    }
+
+    /// Seconds since start.
+    pub fn uptime(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+}
+
+fn route_bd(t: &Triggers, bd: &BundleDeployment) {
+    let m = &bd.metadata;
+    if let (Some(b), Some(bns)) = (label(m, BUNDLE_LABEL), label(m, BUNDLE_NAMESPACE_LABEL)) {
+        let _ = t.bundle.send(ObjectRef::new(b).within(bns));
+        if let Some(repo) = label(m, REPO_LABEL) {
+            let _ = t.gitrepo.send(ObjectRef::new(repo).within(bns));
+        }
+    }
+    if let (Some(c), Some(cns)) = (label(m, CLUSTER_LABEL), label(m, CLUSTER_NAMESPACE_LABEL)) {
+        let _ = t.cluster.send(ObjectRef::new(c).within(cns));
+    }
+}
+
+/// Calls `f` on each object an event carries (applied, deleted or listed).
+fn ev_objects<K>(ev: &watcher::Event<K>, mut f: impl FnMut(&K)) {
+    match ev {
+        watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o) => f(o),
+        watcher::Event::Init | watcher::Event::InitDone => {}
+    }
+}
+
+fn drive<S, T, E>(s: S) -> futures::future::BoxFuture<'static, ()>
+where
+    S: futures::Stream<Item = Result<T, E>> + Send + 'static,
+    E: std::fmt::Display,
+{
+    Box::pin(async move {
+        let mut s = std::pin::pin!(s);
+        while let Some(r) = s.next().await {
+            if let Err(e) = r {
+                tracing::warn!("watch error: {e}");
+            }
+        }
+    })
+}

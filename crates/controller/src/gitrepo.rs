@@ -1,0 +1,684 @@
+//! GitRepo reconciler (upstream gitjob + polling + status reconcilers, without a Job): polls the
+//! repository with `ls-remote` (interval with ±10% jitter, capped backoff on errors), fetches a
+//! new commit once into the shared [`crate::git::FetchCache`], builds the Bundles in-process with
+//! `fleet_bundle` exactly as `fleet apply` would, writes the ones that differ, prunes stale ones
+//! (only when every path built), and aggregates the GitRepo's status from its Bundles and BDs.
+
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fleet_api::keys::*;
+use fleet_api::{Bundle, GitRepo, GitRepoStatus, GitTarget};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::reflector::ObjectRef;
+use serde_json::json;
+
+use crate::bundle::{ReconcileError, kerr};
+use crate::context::Context;
+use crate::git::{Credentials, GitError};
+use crate::{conditions, secs};
+
+/// Longest wait between retries of a failing repository.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// What the controller remembers about one GitRepo between reconciles.
+#[derive(Clone, Debug, Default)]
+pub struct PollState {
+    next_poll: Option<Instant>,
+    polled_generation: i64,
+    commit: String,
+    poll_error: Option<GitError>,
+    failures: u32,
+    /// (commit, generation, forceSyncGeneration) whose Bundles were written.
+    applied: Option<(String, i64, i64)>,
+    /// Fetch error of the last attempt.
+    fetch_error: Option<String>,
+    /// Per-path build errors of the last build.
+    build_errors: Vec<String>,
+}
+
+/// A stream of the keys sent on `rx` (a trigger channel).
+pub fn channel_stream<T: Send + 'static>(
+    rx: tokio::sync::mpsc::UnboundedReceiver<T>,
+) -> impl futures::Stream<Item = T> + Send + 'static {
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) })
+}
+
+/// Runs the GitRepo controller.
+pub async fn controller(ctx: Arc<Context>) {
+    let sub = ctx
+        .subscriptions
+        .lock()
+        .ok()
+        .and_then(|mut s| s.gitrepos.take());
+    let rx = ctx.receivers.lock().ok().and_then(|mut r| r.gitrepo.take());
+    let (Some(sub), Some(rx)) = (sub, rx) else {
+        return;
+    };
+    Controller::for_shared_stream(sub, ctx.stores.gitrepos.clone())
+        .reconcile_on(channel_stream(rx))
+        .with_config(
+            Config::default()
+                .debounce(Duration::from_millis(100))
+                .concurrency(8),
+        )
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+fn error_policy(_g: Arc<GitRepo>, e: &ReconcileError, _ctx: Arc<Context>) -> Action {
+    tracing::warn!("gitrepo reconcile: {e}");
+    Action::requeue(secs(5))
+}
+
+/// `pollingInterval` (Go duration such as `15s`, `1m`, `1h30m`) or the default.
+pub fn polling_interval(g: &GitRepo, default: Duration) -> Duration {
+    g.spec
+        .polling_interval
+        .as_deref()
+        .and_then(parse_go_duration)
+        .filter(|d| !d.is_zero())
+        .unwrap_or(default)
+}
+
+/// Parses a Go duration (`1h2m3.5s`, `500ms`).
+pub fn parse_go_duration(s: &str) -> Option<Duration> {
+    let mut total = 0f64;
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let v: f64 = rest[..n].parse().ok()?;
+        rest = &rest[n..];
+        let u = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let mult = match &rest[..u] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            "us" | "µs" => 0.000_001,
+            "ns" => 0.000_000_001,
+            _ => return None,
+        };
+        total += v * mult;
+        rest = &rest[u..];
+    }
+    Some(Duration::from_secs_f64(total))
+}
+
+/// ±10% jitter.
+fn jitter(d: Duration) -> Duration {
+    let r = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let f = 0.9 + (r % 1000) as f64 / 1000.0 * 0.2;
+    d.mul_f64(f)
+}
+
+fn backoff(failures: u32) -> Duration {
+    let d = Duration::from_secs(5).saturating_mul(1u32 << failures.min(10));
+    d.min(MAX_BACKOFF)
+}
+
+async fn credentials(ctx: &Context, g: &GitRepo) -> Result<Option<Credentials>, String> {
+    let name = &g.spec.client_secret_name;
+    if name.is_empty() {
+        return Ok(None);
+    }
+    let ns = g.metadata.namespace.clone().unwrap_or_default();
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+    let s = secrets
+        .get_opt(name)
+        .await
+        .map_err(|e| format!("reading secret {ns}/{name}: {e}"))?
+        .ok_or_else(|| format!("secret {ns}/{name} not found"))?;
+    let data = s.data.unwrap_or_default();
+    let get = |k: &str| {
+        data.get(k)
+            .map(|v| String::from_utf8_lossy(&v.0).into_owned())
+            .unwrap_or_default()
+    };
+    Ok(Some(Credentials {
+        username: get("username"),
+        password: get("password"),
+    }))
+}
+
+fn state_of(ctx: &Context, uid: &str) -> PollState {
+    ctx.polls
+        .lock()
+        .map(|m| m.get(uid).cloned().unwrap_or_default())
+        .unwrap_or_default()
+}
+
+fn save_state(ctx: &Context, uid: &str, st: PollState) {
+    if let Ok(mut m) = ctx.polls.lock() {
+        m.insert(uid.to_string(), st);
+    }
+}
+
+async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    ctx.metrics
+        .gitrepo_reconciles
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let ns = g.metadata.namespace.clone().unwrap_or_default();
+    let name = g.metadata.name.clone().unwrap_or_default();
+    let uid = g.metadata.uid.clone().unwrap_or_default();
+    let api: Api<GitRepo> = Api::namespaced(ctx.client.clone(), &ns);
+    let fins: Vec<String> = g.metadata.finalizers.clone().unwrap_or_default();
+    let has_finalizer = fins.iter().any(|f| f == GITREPO_FINALIZER);
+    if g.metadata.deletion_timestamp.is_some() {
+        if !has_finalizer {
+            return Ok(Action::await_change());
+        }
+        let left = bundles_of(&ctx, &ns, &name);
+        if !left.is_empty() {
+            let bapi: Api<Bundle> = Api::namespaced(ctx.client.clone(), &ns);
+            for b in left
+                .iter()
+                .filter(|b| b.metadata.deletion_timestamp.is_none())
+            {
+                let bn = b.metadata.name.clone().unwrap_or_default();
+                ctx.metrics.write();
+                match bapi.delete(&bn, &DeleteParams::default()).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 => {}
+                    Err(e) => return Err(kerr(format!("deleting bundle {ns}/{bn}"))(e)),
+                }
+            }
+            return Ok(Action::requeue(secs(2)));
+        }
+        let keep: Vec<&String> = fins.iter().filter(|f| *f != GITREPO_FINALIZER).collect();
+        ctx.metrics.write();
+        api.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": keep, "resourceVersion": g.metadata.resource_version}})),
+        )
+        .await
+        .map_err(kerr(format!("removing finalizer of gitrepo {ns}/{name}")))?;
+        if let Ok(mut m) = ctx.polls.lock() {
+            m.remove(&uid);
+        }
+        return Ok(Action::await_change());
+    }
+    if !has_finalizer {
+        let mut f = fins.clone();
+        f.push(GITREPO_FINALIZER.into());
+        ctx.metrics.write();
+        api.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": f, "resourceVersion": g.metadata.resource_version}})),
+        )
+        .await
+        .map_err(kerr(format!("adding finalizer to gitrepo {ns}/{name}")))?;
+        return Ok(Action::await_change());
+    }
+
+    let generation = g.metadata.generation.unwrap_or(0);
+    let mut st = state_of(&ctx, &uid);
+    let now = Instant::now();
+    let interval = polling_interval(&g, ctx.opts.default_polling_interval);
+    let refs = crate::git::wanted_ref(&g.spec.branch, &g.spec.revision);
+    let due = st.next_poll.is_none_or(|t| t <= now) || st.polled_generation != generation;
+    let may_poll = !g.spec.disable_polling || st.commit.is_empty();
+    let mut creds = None;
+    if due && may_poll {
+        match credentials(&ctx, &g).await {
+            Ok(c) => {
+                creds = c;
+                ctx.metrics
+                    .polls
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let scratch = ctx.fetch.scratch();
+                let (url, r, c) = (g.spec.repo.clone(), refs.clone(), creds.clone());
+                let res = tokio::task::spawn_blocking(move || {
+                    crate::git::ls_remote(&scratch, &url, &r, c)
+                })
+                .await
+                .unwrap_or_else(|e| {
+                    Err(GitError {
+                        message: e.to_string(),
+                        auth: false,
+                    })
+                });
+                match res {
+                    Ok(commit) => {
+                        st.commit = commit;
+                        st.poll_error = None;
+                        st.failures = 0;
+                        st.next_poll = Some(now + jitter(interval));
+                    }
+                    Err(e) => {
+                        st.poll_error = Some(e);
+                        st.next_poll = Some(now + backoff(st.failures));
+                        st.failures += 1;
+                    }
+                }
+            }
+            Err(msg) => {
+                st.poll_error = Some(GitError {
+                    message: msg,
+                    auth: true,
+                });
+                st.next_poll = Some(now + backoff(st.failures));
+                st.failures += 1;
+            }
+        }
+        st.polled_generation = generation;
+    }
+
+    let want = (st.commit.clone(), generation, g.spec.force_sync_generation);
+    if !st.commit.is_empty() && st.applied.as_ref() != Some(&want) && st.poll_error.is_none() {
+        if creds.is_none() {
+            creds = credentials(&ctx, &g).await.ok().flatten();
+        }
+        let reference = refs.first().cloned().unwrap_or_default();
+        match ctx
+            .fetch
+            .checkout(&g.spec.repo, &reference, &st.commit, creds)
+            .await
+        {
+            Ok(dir) => {
+                st.fetch_error = None;
+                st.build_errors = build_and_apply(&ctx, &g, &dir, &st.commit).await?;
+                st.applied = Some(want);
+            }
+            Err(e) => {
+                st.fetch_error = Some(e.message.clone());
+                st.next_poll = Some(now + backoff(st.failures));
+                st.failures += 1;
+            }
+        }
+    }
+    let next = st.next_poll;
+    let status = compute_status(&ctx, &g, &st);
+    save_state(&ctx, &uid, st);
+    if g.status.as_ref() != Some(&status) {
+        let mut obj = (*g).clone();
+        obj.status = Some(status);
+        ctx.metrics.write();
+        api.replace_status(&name, &PostParams::default(), &obj)
+            .await
+            .map_err(kerr(format!("updating status of gitrepo {ns}/{name}")))?;
+    }
+    if g.spec.disable_polling
+        && next.is_some()
+        && g.status.as_ref().is_some_and(|s| !s.commit.is_empty())
+    {
+        return Ok(Action::await_change());
+    }
+    Ok(match next {
+        Some(t) => Action::requeue(
+            t.saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(100)),
+        ),
+        None => Action::await_change(),
+    })
+}
+
+fn bundles_of(ctx: &Context, ns: &str, repo: &str) -> Vec<Arc<Bundle>> {
+    ctx.stores
+        .bundles
+        .state()
+        .into_iter()
+        .filter(|b| {
+            b.metadata.namespace.as_deref() == Some(ns)
+                && b.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(REPO_LABEL))
+                    .map(String::as_str)
+                    == Some(repo)
+        })
+        .collect()
+}
+
+/// The targets file upstream writes for the job: the GitRepo targets (default: the `default`
+/// group) as both `targets` and `targetRestrictions`.
+pub fn targets_file_json(g: &GitRepo) -> serde_json::Value {
+    let targets: Vec<GitTarget> = if g.spec.targets.is_empty() {
+        vec![GitTarget {
+            name: DEFAULT_TARGET.into(),
+            cluster_group: DEFAULT_TARGET.into(),
+            ..Default::default()
+        }]
+    } else {
+        g.spec.targets.clone()
+    };
+    json!({"targets": targets, "targetRestrictions": targets})
+}
+
+/// The `fleet apply` options the upstream job would pass for this GitRepo.
+pub fn apply_options(
+    g: &GitRepo,
+    commit: &str,
+    targets_file: &std::path::Path,
+) -> fleet_bundle::ApplyOptions {
+    let mut labels: BTreeMap<String, String> = g.metadata.labels.clone().unwrap_or_default();
+    labels.insert(
+        REPO_LABEL.into(),
+        g.metadata.name.clone().unwrap_or_default(),
+    );
+    labels.insert(COMMIT_LABEL.into(), commit.into());
+    fleet_bundle::ApplyOptions {
+        namespace: g.metadata.namespace.clone().unwrap_or_default(),
+        targets_file: Some(targets_file.to_path_buf()),
+        labels,
+        service_account: g.spec.service_account.clone(),
+        target_namespace: g.spec.target_namespace.clone(),
+        paused: g.spec.paused,
+        sync_generation: g.spec.force_sync_generation,
+        keep_resources: g.spec.keep_resources,
+        delete_namespace: g.spec.delete_namespace,
+        correct_drift: g.spec.correct_drift.clone().unwrap_or_default(),
+        helm_repo_url_regex: g.spec.helm_repo_url_regex.clone(),
+        ..Default::default()
+    }
+}
+
+/// Builds every path of the checkout into Bundles and writes them; returns per-path errors
+/// (`path P: file: reason`). Stale bundles are pruned only when every path built.
+async fn build_and_apply(
+    ctx: &Arc<Context>,
+    g: &GitRepo,
+    dir: &std::path::Path,
+    commit: &str,
+) -> Result<Vec<String>, ReconcileError> {
+    let ns = g.metadata.namespace.clone().unwrap_or_default();
+    let name = g.metadata.name.clone().unwrap_or_default();
+    let tf = tempfile::NamedTempFile::new().map_err(|e| ReconcileError::Other(e.to_string()))?;
+    std::fs::write(tf.path(), targets_file_json(g).to_string())
+        .map_err(|e| ReconcileError::Other(e.to_string()))?;
+    let opts = apply_options(g, commit, tf.path());
+    let paths = if g.spec.paths.is_empty() {
+        vec![".".to_string()]
+    } else {
+        g.spec.paths.clone()
+    };
+    ctx.metrics
+        .builds
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (d, n) = (dir.to_path_buf(), name.clone());
+    let built = tokio::task::spawn_blocking(move || {
+        let mut ok = Vec::new();
+        let mut errs = Vec::new();
+        for p in &paths {
+            match fleet_bundle::create_bundles(&d, &n, std::slice::from_ref(p), &opts) {
+                Ok(b) => ok.extend(b),
+                Err(e) => errs.push(format!("path {p}: {e}")),
+            }
+        }
+        (ok, errs)
+    })
+    .await
+    .map_err(|e| ReconcileError::Other(e.to_string()))?;
+    drop(tf);
+    let (bundles, errors) = built;
+    let bapi: Api<Bundle> = Api::namespaced(ctx.client.clone(), &ns);
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+    let mut produced = HashSet::new();
+    for bb in bundles {
+        let mut b = bb.bundle;
+        let bn = b.metadata.name.clone().unwrap_or_default();
+        produced.insert(bn.clone());
+        let (hash, data) =
+            fleet_bundle::values::extract_values(&b).map_err(ReconcileError::Other)?;
+        if !hash.is_empty() {
+            fleet_bundle::values::clear_values(&mut b);
+        }
+        b.spec.values_hash = hash.clone();
+        let cached = ctx.stores.bundles.get(&ObjectRef::new(&bn).within(&ns));
+        if cached
+            .as_ref()
+            .is_some_and(|c| c.metadata.deletion_timestamp.is_some())
+        {
+            return Err(ReconcileError::Other(format!(
+                "the bundle {bn:?} is being deleted, cannot create during a delete operation"
+            )));
+        }
+        if !data.is_empty() && cached.as_ref().map(|c| &c.spec.values_hash) != Some(&hash) {
+            let s = Secret {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(bn.clone()),
+                    namespace: Some(ns.clone()),
+                    labels: b.metadata.labels.clone(),
+                    ..Default::default()
+                },
+                type_: Some(SECRET_TYPE_BUNDLE_VALUES.into()),
+                data: Some(
+                    data.into_iter()
+                        .map(|(k, v)| (k, k8s_openapi::ByteString(v)))
+                        .collect(),
+                ),
+                ..Default::default()
+            };
+            ctx.metrics.write();
+            secrets
+                .patch(
+                    &bn,
+                    &PatchParams::apply("fleet-controller").force(),
+                    &Patch::Apply(&s),
+                )
+                .await
+                .map_err(kerr(format!("writing values secret {ns}/{bn}")))?;
+        }
+        match cached {
+            Some(c) => {
+                if c.spec == b.spec
+                    && c.metadata.labels == b.metadata.labels
+                    && c.metadata.annotations == b.metadata.annotations
+                {
+                    continue;
+                }
+                let mut obj = (*c).clone();
+                obj.spec = b.spec;
+                obj.metadata.labels = b.metadata.labels;
+                obj.metadata.annotations = b.metadata.annotations;
+                obj.status = None;
+                ctx.metrics.write();
+                bapi.replace(&bn, &PostParams::default(), &obj)
+                    .await
+                    .map_err(kerr(format!("updating bundle {ns}/{bn}")))?;
+            }
+            None => {
+                b.metadata.namespace = Some(ns.clone());
+                ctx.metrics.write();
+                match bapi.create(&PostParams::default(), &b).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 409 => {
+                        return Err(ReconcileError::Other(format!(
+                            "bundle {ns}/{bn} appeared meanwhile; retrying"
+                        )));
+                    }
+                    Err(e) => return Err(kerr(format!("creating bundle {ns}/{bn}"))(e)),
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        for old in bundles_of(ctx, &ns, &name) {
+            let on = old.metadata.name.clone().unwrap_or_default();
+            if produced.contains(&on) || old.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            ctx.metrics.write();
+            match bapi.delete(&on, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(kerr(format!("deleting stale bundle {ns}/{on}"))(e)),
+            }
+        }
+    }
+    Ok(errors)
+}
+
+/// GitRepo status: commits, conditions, and the summary over its BundleDeployments.
+fn compute_status(ctx: &Context, g: &GitRepo, st: &PollState) -> GitRepoStatus {
+    let ns = g.metadata.namespace.clone().unwrap_or_default();
+    let name = g.metadata.name.clone().unwrap_or_default();
+    let mut s = g.status.clone().unwrap_or_default();
+    s.polling_commit = st.commit.clone();
+    if let Some((commit, generation, fsg)) = &st.applied {
+        s.commit = commit.clone();
+        s.observed_generation = *generation;
+        s.update_generation = *fsg;
+    }
+    let conds = &mut s.base.conditions;
+    match &st.poll_error {
+        None => conditions::set(conds, "GitPolling", true, "", ""),
+        Some(e) if e.auth => conditions::set(
+            conds,
+            "GitPolling",
+            false,
+            "Error",
+            &format!("authentication failed for {}: {}", g.spec.repo, e.message),
+        ),
+        Some(e) => conditions::set(conds, "GitPolling", false, "Error", &e.message),
+    }
+    let stalled = st
+        .fetch_error
+        .clone()
+        .or_else(|| (!st.build_errors.is_empty()).then(|| st.build_errors.join("; ")));
+    match &stalled {
+        Some(m) => conditions::set(conds, "Stalled", true, "Stalled", m),
+        None => conditions::set(conds, "Stalled", false, "", ""),
+    }
+    match &st.fetch_error {
+        Some(m) => conditions::set(conds, "Accepted", false, "Error", m),
+        None => conditions::set(conds, "Accepted", true, "", ""),
+    }
+
+    // Summary over BDs of the GitRepo's bundles.
+    let mut summary = fleet_api::BundleSummary::default();
+    let mut clusters: BTreeMap<String, bool> = BTreeMap::new();
+    let mut bundle_error = None;
+    let mut counts = fleet_api::ResourceCounts::default();
+    let bundles = bundles_of(ctx, &ns, &name);
+    for b in &bundles {
+        if bundle_error.is_none()
+            && let Some(c) = b
+                .status
+                .as_ref()
+                .and_then(|s| conditions::get(&s.conditions, "Ready"))
+                .filter(|c| c.status == "False")
+        {
+            bundle_error = Some(c.message.clone());
+        }
+        let bn = b.metadata.name.clone().unwrap_or_default();
+        for (bdns, bdname) in ctx.index.of_bundle(&ns, &bn) {
+            let Some(bd) = ctx.stores.bds.get(&ObjectRef::new(&bdname).within(&bdns)) else {
+                continue;
+            };
+            let bst = bd.status.clone().unwrap_or_default();
+            let state = fleet_targeting::status::deployment_state(&bd);
+            summary.desired_ready += 1;
+            fleet_targeting::status::increment(
+                &mut summary,
+                &bdname,
+                state,
+                &fleet_targeting::status::deployment_message(&bd),
+                &bst.modified_status,
+                &bst.non_ready_status,
+            );
+            add_counts(&mut counts, &bst.resource_counts);
+            let cluster = bd
+                .metadata
+                .labels
+                .as_ref()
+                .map(|l| {
+                    format!(
+                        "{}/{}",
+                        l.get(CLUSTER_NAMESPACE_LABEL)
+                            .map(String::as_str)
+                            .unwrap_or(""),
+                        l.get(CLUSTER_LABEL).map(String::as_str).unwrap_or("")
+                    )
+                })
+                .unwrap_or_default();
+            let ready = state == fleet_api::state::BundleState::Ready;
+            let e = clusters.entry(cluster).or_insert(true);
+            *e = *e && ready;
+        }
+    }
+    s.base.desired_ready_clusters = clusters.len() as i64;
+    s.base.ready_clusters = clusters.values().filter(|r| **r).count() as i64;
+    let worst = fleet_targeting::status::summary_state(&summary);
+    s.base.display.ready_bundle_deployments =
+        format!("{}/{}", summary.ready, summary.desired_ready);
+    s.base.display.state = worst.map(|w| w.as_str().to_string()).unwrap_or_default();
+    let worst_msg = worst
+        .and_then(|w| {
+            summary
+                .non_ready_resources
+                .iter()
+                .find(|r| r.bundle_state == w.as_str())
+                .map(|r| r.message.clone())
+        })
+        .unwrap_or_default();
+    s.base.display.message = worst_msg.clone();
+    s.base.display.error = !worst_msg.is_empty();
+    s.base.resource_counts = counts;
+    let ready_msg = if let Some(m) = &stalled {
+        Some(m.clone())
+    } else if let Some(e) = &st.poll_error {
+        Some(e.message.clone())
+    } else if let Some(m) = bundle_error {
+        Some(m)
+    } else {
+        let m = fleet_targeting::status::ready_message(&summary, "Bundle");
+        (!m.is_empty()).then_some(m)
+    };
+    s.base.summary = summary;
+    let conds = &mut s.base.conditions;
+    match ready_msg {
+        Some(m) => conditions::set(conds, "Ready", false, "", &m),
+        None => conditions::set(conds, "Ready", true, "", ""),
+    }
+    s
+}
+
+fn add_counts(l: &mut fleet_api::ResourceCounts, r: &fleet_api::ResourceCounts) {
+    l.ready += r.ready;
+    l.desired_ready += r.desired_ready;
+    l.wait_applied += r.wait_applied;
+    l.modified += r.modified;
+    l.orphaned += r.orphaned;
+    l.missing += r.missing;
+    l.unknown += r.unknown;
+    l.not_ready += r.not_ready;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_go_duration("15s"), Some(Duration::from_secs(15)));
+        assert_eq!(parse_go_duration("1h30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_go_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_go_duration("ten"), None);
+        assert_eq!(parse_go_duration(""), None);
+    }
+
+    #[test]
+    fn backoff_is_capped() {
+        assert_eq!(backoff(0), Duration::from_secs(5));
+        assert_eq!(backoff(1), Duration::from_secs(10));
+        assert_eq!(backoff(30), MAX_BACKOFF);
+    }
+}

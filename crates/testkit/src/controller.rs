@@ -1,0 +1,92 @@
+//! A `fleet controller` child process bound to a server's kubeconfig, with its metrics listener
+//! on a free loopback port, and a scraper for its Prometheus counters.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use crate::process::FleetProcess;
+
+/// A running `fleet controller`.
+pub struct FleetController {
+    /// The process.
+    pub process: FleetProcess,
+    /// `127.0.0.1:PORT` of `/metrics`, `/healthz`, `/readyz`.
+    pub addr: String,
+}
+
+impl FleetController {
+    /// `fleet controller -k KUBECONFIG --listen 127.0.0.1:0 [extra...]`, waiting for `listening`.
+    pub fn start(bin: &Path, kubeconfig: &Path, extra: &[&str]) -> FleetController {
+        let kc = kubeconfig.to_string_lossy().into_owned();
+        let mut args = vec!["controller", "-k", kc.as_str(), "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let mut process = FleetProcess::spawn(bin, "fleet controller", &args, &[]);
+        let line =
+            process.wait_for_stdout(Duration::from_secs(60), |l| l.starts_with("listening "));
+        FleetController {
+            process,
+            addr: line.trim_start_matches("listening ").to_string(),
+        }
+    }
+
+    /// GET `path` on the listener: (status code, body).
+    pub fn get(&self, path: &str) -> (u16, String) {
+        let mut s = std::net::TcpStream::connect(&self.addr)
+            .unwrap_or_else(|e| panic!("connecting to {}: {e}", self.addr));
+        let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.addr
+        )
+        .expect("writing request");
+        let mut out = String::new();
+        s.read_to_string(&mut out).expect("reading response");
+        let code = out
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let body = out
+            .split_once("\r\n\r\n")
+            .map(|x| x.1)
+            .unwrap_or("")
+            .to_string();
+        (code, body)
+    }
+
+    /// The value of one metric line (`name` or `name{labels}`), 0 when absent.
+    pub fn metric(&self, name: &str) -> u64 {
+        let (_, body) = self.get("/metrics");
+        body.lines()
+            .filter(|l| !l.starts_with('#'))
+            .find_map(|l| {
+                let (k, v) = l.rsplit_once(' ')?;
+                (k == name).then(|| v.trim().parse().ok()).flatten()
+            })
+            .unwrap_or(0)
+    }
+
+    /// Waits until `fleet_controller_api_writes_total` stays the same for `quiet` (the
+    /// controller settled), up to `timeout`; returns the count.
+    pub fn settled_writes(&self, quiet: Duration, timeout: Duration) -> u64 {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut last = self.metric("fleet_controller_api_writes_total");
+        let mut since = std::time::Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = self.metric("fleet_controller_api_writes_total");
+            if now != last {
+                last = now;
+                since = std::time::Instant::now();
+            } else if since.elapsed() >= quiet {
+                return now;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the controller kept writing for {timeout:?}"
+            );
+        }
+    }
+}
