@@ -58,6 +58,9 @@ pub async fn run(downstream: kube::Client, opts: AgentOptions) {
     // since a new token may be applied at any time.
     let reg = register::RegisterOptions {
         system_namespace: opts.system_namespace.clone(),
+        // Looking for a bootstrap Secret is one GET on the agent's own cluster; a short cap lets
+        // a token applied later (or a credential written by hand) be picked up within seconds.
+        max_backoff: Duration::from_secs(5),
         ..Default::default()
     };
     let mut pause = backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(60));

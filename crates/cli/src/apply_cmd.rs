@@ -272,26 +272,17 @@ fn apply_online(
     opts: &ApplyOptions,
     bundles: Vec<fleet_bundle::BuiltBundle>,
 ) -> anyhow::Result<()> {
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async {
-        let client = match kubeconfig {
-            Some(p) => {
-                let kc = kube::config::Kubeconfig::read_from(p)
-                    .with_context(|| format!("reading kubeconfig {}", p.display()))?;
-                let cfg = kube::Config::from_custom_kubeconfig(
-                    kc,
-                    &kube::config::KubeConfigOptions::default(),
-                )
-                .await?;
-                kube::Client::try_from(cfg)?
+        let client = fleet_kube::client(kubeconfig).await.with_context(|| {
+            if kubeconfig.is_none() {
+                "no kubeconfig: pass --kubeconfig, set KUBECONFIG, or use -o -".to_string()
+            } else {
+                "connecting to the cluster".to_string()
             }
-            None => kube::Client::try_default()
-                .await
-                .context("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or use -o -")?,
-        };
+        })?;
         apply_bundles(client, repo, &opts.namespace, bundles).await
     })
 }
@@ -371,17 +362,14 @@ mod tests {
         let mut opts = ApplyOptions::default();
         opts.labels
             .insert(fleet_api::keys::REPO_LABEL.into(), "r".into());
-        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         rt.block_on(async {
-            let kc = kube::config::Kubeconfig::read_from(data.path().join("kubeconfig")).unwrap();
-            let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            let client = fleet_kube::client(Some(&data.path().join("kubeconfig")))
                 .await
                 .unwrap();
-            let client = kube::Client::try_from(cfg).unwrap();
             let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
             for c in fleet_api::crds::all() {
                 crds.create(&PostParams::default(), &c).await.unwrap();

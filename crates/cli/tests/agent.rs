@@ -393,7 +393,11 @@ fn depends_on_broken_template_take_ownership_and_keep_resources() {
         Duration::from_secs(30),
         || {
             let e = agent.stderr_text();
-            if e.contains("waiting for the agent credential") && e.contains("not found") {
+            // Registration comes first: with neither the credential nor a bootstrap Secret it
+            // waits for the bootstrap Secret and names what is missing.
+            if e.contains("waiting for Secret cattle-fleet-system/fleet-agent-bootstrap")
+                && e.contains("no Secret cattle-fleet-system/fleet-agent")
+            {
                 Ok(())
             } else {
                 Err(e)
