@@ -154,6 +154,7 @@ impl Agent {
         if bd.spec.paused || bd.spec.off_schedule || bd.spec.waiting_for_values {
             return Ok(());
         }
+        let bd = with_values(&self.up, bd).await?;
         let mut st = bd.status.clone().unwrap_or_default();
         let (rel_name, rel_ns) = deploy::release_of(name, &bd.spec.options);
         let history = release::history(&self.ds.client, &rel_ns, &rel_name)
@@ -338,6 +339,56 @@ async fn correct_drift(
         }
         Err(e) => Err(format!("{r}: {e}")),
     }
+}
+
+/// Puts the Helm values the manager keeps out of the BundleDeployment back into its options: they
+/// live in the options Secret named like the BD (keys `values` and `stagedValues`, JSON), and the
+/// Secret must match the BD's `valuesHash` (sha256 of both), else the BD is retried later, as
+/// upstream's agent does while the manager is still writing them.
+async fn with_values(up: &Upstream, mut bd: BundleDeployment) -> Result<BundleDeployment, String> {
+    if bd.spec.values_hash.is_empty() {
+        return Ok(bd);
+    }
+    let name = bd.metadata.name.clone().unwrap_or_default();
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(up.client.clone(), &up.deployment_namespace);
+    let secret = secrets
+        .get_opt(&name)
+        .await
+        .map_err(|e| format!("options secret {name}: {e}"))?
+        .ok_or_else(|| format!("options secret {name} not found yet"))?;
+    let data = secret.data.unwrap_or_default();
+    let get = |k: &str| data.get(k).map(|b| b.0.clone()).unwrap_or_default();
+    let (values, staged) = (get("values"), get("stagedValues"));
+    let mut all = values.clone();
+    all.extend_from_slice(&staged);
+    if fleet_api::names::sha256_hex(&all) != bd.spec.values_hash {
+        return Err(format!(
+            "options secret {name} does not match the BundleDeployment's valuesHash yet"
+        ));
+    }
+    let parse = |b: &[u8]| -> Result<Option<serde_json::Map<String, Value>>, String> {
+        if b.is_empty() {
+            return Ok(None);
+        }
+        serde_json::from_slice(b).map_err(|e| format!("options secret {name}: values: {e}"))
+    };
+    let (v, sv) = (parse(&values)?, parse(&staged)?);
+    if let Some(v) = v {
+        bd.spec
+            .options
+            .helm
+            .get_or_insert_with(Default::default)
+            .values = Some(v);
+    }
+    if let Some(v) = sv {
+        bd.spec
+            .staged_options
+            .helm
+            .get_or_insert_with(Default::default)
+            .values = Some(v);
+    }
+    Ok(bd)
 }
 
 fn deploy_error(e: DeployError) -> String {
