@@ -228,9 +228,17 @@ impl Agent {
 
         let refs: Vec<ObjRef> = objects.iter().filter_map(ObjRef::of).collect();
         self.drift.track(name, &refs).await;
-        let mut ob = monitor::observe(&self.ds, &objects, (&rel_name, &rel_ns), &bd.spec.options)
-            .await
-            .map_err(|e| e.to_string())?;
+        // Right after a deploy the watches may lag behind what was just written: ask the server.
+        let cache = up_to_date.then(|| self.drift.cache().clone());
+        let mut ob = monitor::observe(
+            &self.ds,
+            cache.as_ref(),
+            &objects,
+            (&rel_name, &rel_ns),
+            &bd.spec.options,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         let correct = bd
             .spec
             .correct_drift
@@ -254,9 +262,15 @@ impl Agent {
                 tracing::info!(bundledeployment = name, "correcting drift of {r}");
                 correct_drift(&self.ds, &r, o, &m.patch, correct.force).await?;
             }
-            ob = monitor::observe(&self.ds, &objects, (&rel_name, &rel_ns), &bd.spec.options)
-                .await
-                .map_err(|e| e.to_string())?;
+            ob = monitor::observe(
+                &self.ds,
+                None,
+                &objects,
+                (&rel_name, &rel_ns),
+                &bd.spec.options,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
         }
         monitor::apply_observation(&mut st, &ob);
         self.write_status(&bd, st)

@@ -12,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
 
 use crate::deploy::owner_of;
+use crate::drift::LiveCache;
 use crate::objects::{Downstream, ObjRef};
 
 /// Lists in status are truncated to this many entries (`incompleteState` says so).
@@ -31,8 +32,11 @@ pub struct Observed {
 }
 
 /// Observes the release's objects downstream (`objects` as applied, from the release record).
+/// Live objects come from `cache` (the drift watches) when it has them, else from a GET; pass
+/// None right after writing downstream, when the watches may not have seen the write yet.
 pub async fn observe(
     ds: &Downstream,
+    cache: Option<&LiveCache>,
     objects: &[Value],
     release: (&str, &str),
     opts: &BundleDeploymentOptions,
@@ -63,7 +67,11 @@ pub async fn observe(
             delete: false,
             patch,
         };
-        let Some(live) = ds.get(&r).await? else {
+        let live = match cache.and_then(|c| c.get(&r)) {
+            Some(v) => Some(v),
+            None => ds.get(&r).await?,
+        };
+        let Some(live) = live else {
             ob.counts.missing += 1;
             ob.modified.push(modified(true, false, String::new()));
             continue;
