@@ -226,7 +226,24 @@ impl Agent {
             }
         };
 
-        let refs: Vec<ObjRef> = objects.iter().filter_map(ObjRef::of).collect();
+        // The release before the current one (the history is oldest first and was read before
+        // any deploy above, so after a deploy its newest record is the previous release).
+        let previous: Vec<Value> = {
+            let mut deployed = history.iter().rev().filter(|r| r.status() != "failed");
+            if up_to_date {
+                deployed.next();
+            }
+            deployed
+                .next()
+                .map(|r| release::manifest_objects(r.manifest()))
+                .unwrap_or_default()
+        };
+        // The previous release's objects are watched too: one coming back is reported extra.
+        let refs: Vec<ObjRef> = objects
+            .iter()
+            .chain(&previous)
+            .filter_map(ObjRef::of)
+            .collect();
         self.drift.track(name, &refs).await;
         // Right after a deploy the watches may lag behind what was just written: ask the server.
         let cache = up_to_date.then(|| self.drift.cache().clone());
@@ -234,6 +251,7 @@ impl Agent {
             &self.ds,
             cache.as_ref(),
             &objects,
+            &previous,
             (&rel_name, &rel_ns),
             &bd.spec.options,
         )
@@ -266,6 +284,7 @@ impl Agent {
                 &self.ds,
                 None,
                 &objects,
+                &previous,
                 (&rel_name, &rel_ns),
                 &bd.spec.options,
             )

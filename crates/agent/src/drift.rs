@@ -47,27 +47,55 @@ impl LiveCache {
     /// The live object as last seen by its kind's watch; None when the kind is not watched
     /// (or not listed yet) or the watch has not seen the object (then ask the server).
     pub fn get(&self, r: &ObjRef) -> Option<Value> {
-        let kc = self
+        match self.lookup(r) {
+            Seen::Present(v) => Some(v),
+            Seen::Absent | Seen::Unknown => None,
+        }
+    }
+
+    /// What the kind's watch knows of `r`. Absent is authoritative only for objects that would
+    /// carry the objectset label (the watch selects on it), such as a release's own objects.
+    pub fn lookup(&self, r: &ObjRef) -> Seen {
+        let Some(kc) = self
             .kinds
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&(r.api_version.clone(), r.kind.clone()))
-            .cloned()?;
+            .cloned()
+        else {
+            return Seen::Unknown;
+        };
         if !kc.synced.load(Ordering::Acquire) {
-            return None;
+            return Seen::Unknown;
         }
-        let o = kc
+        let Some(o) = kc
             .objects
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&(r.namespace.clone(), r.name.clone()))
-            .cloned()?;
-        let mut v = serde_json::to_value(&*o).ok()?;
+            .cloned()
+        else {
+            return Seen::Absent;
+        };
+        let Ok(mut v) = serde_json::to_value(&*o) else {
+            return Seen::Unknown;
+        };
         // DynamicObject drops these; the monitor compares them with the desired object.
         v["apiVersion"] = Value::String(r.api_version.clone());
         v["kind"] = Value::String(r.kind.clone());
-        Some(v)
+        Seen::Present(v)
     }
+}
+
+/// What a watch knows of one object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Seen {
+    /// The kind is not watched or not listed yet.
+    Unknown,
+    /// Listed, and no labelled object of that name exists.
+    Absent,
+    /// The object as last seen.
+    Present(Value),
 }
 
 /// The running per-kind watches.

@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
 
 use crate::deploy::owner_of;
-use crate::drift::LiveCache;
+use crate::drift::{LiveCache, Seen};
 use crate::objects::{Downstream, ObjRef};
 
 /// Lists in status are truncated to this many entries (`incompleteState` says so).
@@ -34,10 +34,14 @@ pub struct Observed {
 /// Observes the release's objects downstream (`objects` as applied, from the release record).
 /// Live objects come from `cache` (the drift watches) when it has them, else from a GET; pass
 /// None right after writing downstream, when the watches may not have seen the write yet.
+/// `previous` are the objects of the release before (upstream reports an object as `delete`
+/// only if the previous release had it): those still live, still this release's and no longer
+/// desired are listed as extra.
 pub async fn observe(
     ds: &Downstream,
     cache: Option<&LiveCache>,
     objects: &[Value],
+    previous: &[Value],
     release: (&str, &str),
     opts: &BundleDeploymentOptions,
 ) -> Result<Observed, kube::Error> {
@@ -115,6 +119,35 @@ pub async fn observe(
             continue;
         }
         ob.counts.ready += 1;
+    }
+    for old in previous {
+        let Some(r) = ObjRef::of(old) else {
+            continue;
+        };
+        if objects.iter().any(|o| ObjRef::of(o).as_ref() == Some(&r)) {
+            continue;
+        }
+        let live = match cache.map_or(Seen::Unknown, |c| c.lookup(&r)) {
+            Seen::Present(v) => Some(v),
+            Seen::Absent => None,
+            Seen::Unknown => ds.get(&r).await?,
+        };
+        let Some(live) = live else {
+            continue;
+        };
+        let (owner, owner_ns) = owner_of(&live);
+        if (owner.as_str(), owner_ns.as_str()) != (release.0, release.1) {
+            continue;
+        }
+        ob.counts.orphaned += 1;
+        ob.modified.push(ModifiedStatus {
+            kind: r.kind.clone(),
+            api_version: r.api_version.clone(),
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            delete: true,
+            ..Default::default()
+        });
     }
     Ok(ob)
 }
