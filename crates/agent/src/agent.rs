@@ -166,6 +166,8 @@ impl Agent {
             .cloned();
         let up_to_date = st.applied_deployment_id == bd.spec.deployment_id && current.is_some();
 
+        // After a deploy: the server's answers to its applies.
+        let mut just_applied: Option<Vec<Value>> = None;
         let objects: Vec<Value> = if up_to_date {
             self.waiting.remove(name);
             current
@@ -208,6 +210,7 @@ impl Agent {
                     monitor::set_condition(&mut st.conditions, "Deployed", true, "");
                     monitor::set_condition(&mut st.conditions, "Installed", true, "");
                     namespace_metadata(&self.ds, &rel_ns, &bd).await?;
+                    just_applied = Some(d.live);
                     d.objects
                 }
                 Err(e) if e.is_manifest_error() => {
@@ -244,12 +247,25 @@ impl Agent {
             .chain(&previous)
             .filter_map(ObjRef::of)
             .collect();
-        self.drift.track(name, &refs).await;
-        // Right after a deploy the watches may lag behind what was just written: ask the server.
-        let cache = up_to_date.then(|| self.drift.cache().clone());
+        let listed_now = self.drift.track(name, &refs).await;
+        // Right after a deploy the watches may lag behind what was just written: read what the
+        // applies answered, except for kinds whose watch listed after the deploy (newer).
+        let drift_cache = self.drift.cache().clone();
+        let applied_cache = just_applied.as_ref().map(|live| {
+            let older: Vec<Value> = live
+                .iter()
+                .filter(|o| {
+                    ObjRef::of(o).is_some_and(|r| !listed_now.contains(&(r.api_version, r.kind)))
+                })
+                .cloned()
+                .collect();
+            crate::drift::LiveCache::of_objects(&older)
+        });
+        let caches: Vec<&crate::drift::LiveCache> =
+            applied_cache.iter().chain([&drift_cache]).collect();
         let mut ob = monitor::observe(
             &self.ds,
-            cache.as_ref(),
+            &caches,
             &objects,
             &previous,
             (&rel_name, &rel_ns),
@@ -282,7 +298,7 @@ impl Agent {
             }
             ob = monitor::observe(
                 &self.ds,
-                None,
+                &[],
                 &objects,
                 &previous,
                 (&rel_name, &rel_ns),

@@ -434,8 +434,16 @@ pub async fn measure_rss(
         wait_ready(&up, &ids, Duration::from_secs(300)).await?;
         tokio::time::sleep(settle).await;
         let mut v = Vec::new();
-        for _ in 0..samples {
+        for i in 0..samples {
             v.push(rss_of(pid)?);
+            if i == 0 {
+                println!(
+                    "agent process {pid}: RssAnon {} kB, RssFile {} kB, threads {}",
+                    status_kb(pid, "RssAnon:")?,
+                    status_kb(pid, "RssFile:")?,
+                    status_kb(pid, "Threads:")?
+                );
+            }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
         anyhow::Ok(v)
@@ -450,13 +458,16 @@ pub async fn measure_rss(
 
 /// VmRSS of a process, in bytes.
 pub fn rss_of(pid: u32) -> anyhow::Result<u64> {
+    status_kb(pid, "VmRSS:").map(|kb| kb * 1024)
+}
+
+/// A `kB` line of `/proc/<pid>/status` (`VmRSS:`, `RssAnon:`, `RssFile:`), in kB.
+pub fn status_kb(pid: u32, key: &str) -> anyhow::Result<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kb = s
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+    s.lines()
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .ok_or_else(|| anyhow::anyhow!("/proc/{pid}/status has no VmRSS"))?;
-    Ok(kb * 1024)
+        .ok_or_else(|| anyhow::anyhow!("/proc/{pid}/status has no {key}"))
 }
 
 /// The median of some numbers (the upper middle one for an even count; 0 when empty).

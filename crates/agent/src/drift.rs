@@ -53,6 +53,34 @@ impl LiveCache {
         }
     }
 
+    /// A snapshot holding just `objects` (the answers to a deploy's applies): their kinds count
+    /// as listed, so an object of those kinds that is not among them reads as absent.
+    pub fn of_objects(objects: &[Value]) -> LiveCache {
+        let mut kinds: Kinds = HashMap::new();
+        for v in objects {
+            let (Some(r), Ok(o)) = (
+                ObjRef::of(v),
+                serde_json::from_value::<DynamicObject>(v.clone()),
+            ) else {
+                continue;
+            };
+            let kc = kinds
+                .entry((r.api_version.clone(), r.kind.clone()))
+                .or_insert_with(|| {
+                    let kc = KindCache::default();
+                    kc.synced.store(true, Ordering::Release);
+                    Arc::new(kc)
+                });
+            kc.objects
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key_of(&o), slim(o));
+        }
+        LiveCache {
+            kinds: Arc::new(Mutex::new(kinds)),
+        }
+    }
+
     /// What the kind's watch knows of `r`. Absent is authoritative only for objects that would
     /// carry the objectset label (the watch selects on it), such as a release's own objects.
     pub fn lookup(&self, r: &ObjRef) -> Seen {
@@ -137,8 +165,10 @@ impl DriftWatches {
     }
 
     /// Records that `bd` owns `objs` and makes sure their kinds are watched; a kind watched for
-    /// the first time is waited for until its first list is in the cache (bounded).
-    pub async fn track(&mut self, bd: &str, objs: &[ObjRef]) {
+    /// the first time is waited for until its first list is in the cache (bounded). Returns the
+    /// kinds (apiVersion, kind) listed by this call: their cache is newer than anything the
+    /// caller wrote before.
+    pub async fn track(&mut self, bd: &str, objs: &[ObjRef]) -> HashSet<(String, String)> {
         {
             let mut o = self.owners.lock().unwrap_or_else(|e| e.into_inner());
             o.retain(|_, b| b != bd);
@@ -147,6 +177,7 @@ impl DriftWatches {
             }
         }
         let mut new = Vec::new();
+        let mut listed_now = HashSet::new();
         for r in objs {
             let key = (r.api_version.clone(), r.kind.clone());
             if self.started.contains(&key) {
@@ -156,6 +187,7 @@ impl DriftWatches {
                 continue;
             };
             self.started.insert(key.clone());
+            listed_now.insert(key.clone());
             let kc = Arc::new(KindCache::default());
             self.cache
                 .kinds
@@ -248,6 +280,7 @@ impl DriftWatches {
             }
             let _ = tokio::time::timeout(FIRST_LIST_WAIT, listed).await;
         }
+        listed_now
     }
 
     /// Forgets a BundleDeployment's objects (uninstalled).

@@ -32,14 +32,14 @@ pub struct Observed {
 }
 
 /// Observes the release's objects downstream (`objects` as applied, from the release record).
-/// Live objects come from `cache` (the drift watches) when it has them, else from a GET; pass
-/// None right after writing downstream, when the watches may not have seen the write yet.
+/// Live objects come from the first of `caches` that knows them (see [`LiveCache::lookup`]),
+/// else from a GET; pass none right after writing downstream when nothing newer is known.
 /// `previous` are the objects of the release before (upstream reports an object as `delete`
 /// only if the previous release had it): those still live, still this release's and no longer
 /// desired are listed as extra.
 pub async fn observe(
     ds: &Downstream,
-    cache: Option<&LiveCache>,
+    caches: &[&LiveCache],
     objects: &[Value],
     previous: &[Value],
     release: (&str, &str),
@@ -71,9 +71,9 @@ pub async fn observe(
             delete: false,
             patch,
         };
-        let live = match cache.and_then(|c| c.get(&r)) {
-            Some(v) => Some(v),
-            None => ds.get(&r).await?,
+        let live = match seen(caches, &r) {
+            Seen::Present(v) => Some(v),
+            Seen::Absent | Seen::Unknown => ds.get(&r).await?,
         };
         let Some(live) = live else {
             ob.counts.missing += 1;
@@ -127,7 +127,7 @@ pub async fn observe(
         if objects.iter().any(|o| ObjRef::of(o).as_ref() == Some(&r)) {
             continue;
         }
-        let live = match cache.map_or(Seen::Unknown, |c| c.lookup(&r)) {
+        let live = match seen(caches, &r) {
             Seen::Present(v) => Some(v),
             Seen::Absent => None,
             Seen::Unknown => ds.get(&r).await?,
@@ -150,6 +150,17 @@ pub async fn observe(
         });
     }
     Ok(ob)
+}
+
+/// What the first cache that knows `r` says of it.
+fn seen(caches: &[&LiveCache], r: &ObjRef) -> Seen {
+    for c in caches {
+        match c.lookup(r) {
+            Seen::Unknown => continue,
+            known => return known,
+        }
+    }
+    Seen::Unknown
 }
 
 /// Sets a condition, keeping its timestamps when nothing about it changed (wrangler's rules:
