@@ -1,9 +1,7 @@
 //! Property tests: a diff applied to its original reproduces the target for generated objects of several
 //! built-in kinds, three-way patches reproduce the new configuration, and no input makes apply/diff panic.
 
-mod common;
-
-use common::objects::*;
+use crate::common::objects::*;
 use fleet_patch::strategic::{self, Schema};
 use proptest::prelude::*;
 use serde_json::{Value, json};

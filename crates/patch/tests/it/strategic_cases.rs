@@ -3,9 +3,7 @@
 //! kubectl patch", the design docs "strategic-merge-patch.md" and "preserve-order-in-strategic-merge-patch.md"
 //! (sig-api-machinery), and the patch strategies/merge keys in the API reference (generated table).
 
-mod common;
-
-use common::cases::{Expect, cases};
+use crate::common::cases::{Expect, cases};
 use fleet_patch::strategic::{self, Schema};
 
 fn schema(kind: Option<(&str, &str)>) -> Schema {

@@ -5,47 +5,15 @@
 //! kubectl is found via `$KUBECTL`, else `$FLEET_TOOLS_DIR/bin` (default ~/.cache/fleet-tools/bin), else
 //! PATH. Missing kubectl skips the test with a message, except under `CI=true` where it fails.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::cases::{Expect, cases};
-use common::objects::{ambiguous_pod, defaulted_live, deployment};
+use crate::common::cases::{Expect, cases};
+use crate::common::objects::{ambiguous_pod, defaulted_live, deployment};
 use fleet_patch::strategic;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
-
-fn find_kubectl() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("KUBECTL") {
-        return Some(PathBuf::from(p));
-    }
-    let tools = std::env::var_os("FLEET_TOOLS_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/fleet-tools")));
-    if let Some(t) = tools {
-        let p = t.join("bin/kubectl");
-        if p.is_file() {
-            return Some(p);
-        }
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join("kubectl"))
-        .find(|p| p.is_file())
-}
-
-fn kubectl_or_skip(test: &str) -> Option<PathBuf> {
-    let k = find_kubectl();
-    if k.is_none() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{test}: kubectl not found (set KUBECTL) and CI=true");
-        }
-        println!("{test}: skipped, kubectl not found (set KUBECTL)");
-    }
-    k
-}
 
 /// Runs `kubectl patch --local` and returns the patched object, or kubectl's error text.
 fn kubectl_patch(kubectl: &PathBuf, original: &Value, patch: &Value) -> Result<Value, String> {
@@ -125,7 +93,7 @@ const DELIBERATE: &[(&str, &str)] = &[
 
 #[test]
 fn case_table_matches_kubectl() {
-    let Some(kubectl) = kubectl_or_skip("case_table_matches_kubectl") else {
+    let Some(kubectl) = fleet_testkit::tools::kubectl() else {
         return;
     };
     let mut checked = 0;
@@ -164,7 +132,7 @@ fn case_table_matches_kubectl() {
 /// object our apply gives.
 #[test]
 fn computed_patches_apply_identically_in_kubectl() {
-    let Some(kubectl) = kubectl_or_skip("computed_patches_apply_identically_in_kubectl") else {
+    let Some(kubectl) = fleet_testkit::tools::kubectl() else {
         return;
     };
     let schema = strategic::schema_for("apps/v1", "Deployment").expect("schema");
@@ -204,8 +172,7 @@ fn computed_patches_apply_identically_in_kubectl() {
 /// kubectl.
 #[test]
 fn ambiguous_list_patches_apply_identically_in_kubectl() {
-    let Some(kubectl) = kubectl_or_skip("ambiguous_list_patches_apply_identically_in_kubectl")
-    else {
+    let Some(kubectl) = fleet_testkit::tools::kubectl() else {
         return;
     };
     let schema = strategic::schema_for("v1", "Pod").expect("schema");

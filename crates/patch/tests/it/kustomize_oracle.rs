@@ -4,33 +4,12 @@
 //! kustomize is found via `$FLEET_KUSTOMIZE_BIN`, else `$FLEET_TOOLS_DIR/bin` (default
 //! ~/.cache/fleet-tools/bin), else PATH. Missing kustomize skips with a message, except under `CI=true`.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::cases::{Expect, cases};
+use crate::common::cases::{Expect, cases};
 use fleet_patch::strategic;
 use serde_json::{Value, json};
-
-fn find_kustomize() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("FLEET_KUSTOMIZE_BIN") {
-        return Some(PathBuf::from(p));
-    }
-    let tools = std::env::var_os("FLEET_TOOLS_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/fleet-tools")));
-    if let Some(t) = tools {
-        let p = t.join("bin/kustomize");
-        if p.is_file() {
-            return Some(p);
-        }
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join("kustomize"))
-        .find(|p| p.is_file())
-}
 
 /// Gives an object what kustomize needs to identify it (apiVersion, kind, metadata.name).
 fn complete(v: &Value, api_version: &str, kind: &str, name: &str) -> Value {
@@ -161,11 +140,7 @@ const KUSTOMIZE_QUIRKS: &[(&str, &str)] = &[
 
 #[test]
 fn case_table_matches_kustomize() {
-    let Some(bin) = find_kustomize() else {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("kustomize not found (set FLEET_KUSTOMIZE_BIN) and CI=true");
-        }
-        println!("case_table_matches_kustomize: skipped, kustomize not found");
+    let Some(bin) = fleet_testkit::tools::kustomize() else {
         return;
     };
     let mut names = Vec::new();
