@@ -1,11 +1,15 @@
-//! Test helpers: a tiny HTTP server on 127.0.0.1:0, directory copies and tgz building.
+//! What this crate's tests add to `fleet-testkit`: a tiny HTTP server on 127.0.0.1:0 serving
+//! fixed bodies, rewriting fixture trees and tgz building.
 
 #![allow(dead_code)]
+
+pub use fleet_testkit::fs::{copy_dir, write};
+pub use fleet_testkit::tools::shared_data;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// Serves fixed bodies by path until dropped (the thread exits with the process).
@@ -54,20 +58,6 @@ impl Server {
     }
 }
 
-/// Recursively copies `src` into `dst` (hidden files included), making files writable.
-pub fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to);
-        } else {
-            std::fs::write(&to, std::fs::read(e.path()).unwrap()).unwrap();
-        }
-    }
-}
-
 /// Replaces `from` with `to` in every file below `dir`.
 pub fn rewrite(dir: &Path, from: &str, to: &str) {
     for e in std::fs::read_dir(dir).unwrap() {
@@ -94,23 +84,4 @@ pub fn tgz(files: &[(String, Vec<u8>)]) -> Vec<u8> {
         ar.append_data(&mut h, p, &d[..]).unwrap();
     }
     ar.into_inner().unwrap().finish().unwrap()
-}
-
-/// `../shared/data` relative to the repository root, or None (printing why) outside CI.
-pub fn shared_data() -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    if p.is_dir() {
-        return Some(p);
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{} is required under CI=true", p.display());
-    }
-    println!("skipping: {} is absent", p.display());
-    None
-}
-
-pub fn write(root: &Path, rel: &str, content: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, content).unwrap();
 }

@@ -2,12 +2,10 @@
 //! checks what the reference (§6.2) says upstream produces. Skips (printing why) when
 //! ../shared/data is absent, except under CI=true.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use common::{Server, copy_dir, rewrite, shared_data, tgz};
+use crate::common::{Server, copy_dir, rewrite, shared_data, tgz};
 use fleet_bundle::{ApplyOptions, Auth, BuiltBundle, create_bundles};
 
 fn run(dir: &Path, paths: &[&str], opts: &ApplyOptions) -> Vec<BuiltBundle> {

@@ -1,10 +1,8 @@
 //! The bundle reader on fixtures this project writes, modelled on upstream's CLI test assets.
 
-mod common;
-
 use std::path::Path;
 
-use common::{Server, tgz, write};
+use crate::common::{Server, tgz, write};
 use fleet_bundle::{ApplyOptions, BundleError, create_bundles};
 
 fn names(b: &fleet_bundle::BuiltBundle) -> Vec<String> {
