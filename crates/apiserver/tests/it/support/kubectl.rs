@@ -1,29 +1,15 @@
 //! Real kubectl against the router served over plain HTTP on 127.0.0.1:0, shared by the
-//! kubectl test files. Skips when kubectl is missing (fails under CI=true).
+//! kubectl test modules. Skips when kubectl is missing (fails under CI=true).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
 use fleet_apiserver::{ApiServer, ApiServerConfig};
 
+/// Real kubectl (see `fleet_testkit::tools`): `None` after printing why it is missing, or a
+/// panic under `CI=true`.
 pub fn kubectl_bin() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("KUBECTL") {
-        return Some(PathBuf::from(p));
-    }
-    let tools = std::env::var("FLEET_TOOLS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools")
-        });
-    let candidate = tools.join("bin/kubectl");
-    if candidate.exists() {
-        return Some(candidate);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("kubectl"))
-            .find(|p| p.exists())
-    })
+    fleet_testkit::tools::kubectl()
 }
 
 pub struct Kubectl {
@@ -95,13 +81,7 @@ pub async fn start(dir: &Path) -> (ApiServer, Kubectl) {
     (srv, k)
 }
 
+/// Whether kubectl is there; outside CI a missing one skips the test with a message.
 pub fn have_kubectl() -> bool {
-    if kubectl_bin().is_some() {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("kubectl not found (set KUBECTL) and CI=true");
-    }
-    println!("skipping: kubectl not found (set KUBECTL or FLEET_TOOLS_DIR)");
-    false
+    kubectl_bin().is_some()
 }

@@ -1,5 +1,5 @@
-//! RBAC authorization end to end with real kubectl over TLS: the in-process server behind the
-//! same authentication and TLS layers `fleet server` uses, an admin kubeconfig and per-user client
+//! RBAC authorization end to end with real kubectl over TLS: an in-process server started by
+//! `Server::start` (the authentication and TLS layers `fleet server` uses), an admin kubeconfig and per-user client
 //! certificates issued by the server's CA. Covers `kubectl auth can-i` (yes/no exit codes, `--as`,
 //! `--as-group`, `--list`), kube-apiserver-worded 403s, escalation prevention, impersonation, and
 //! the Fleet agent shape (one custom resource type in one namespace plus its status).
@@ -13,30 +13,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use fleet_apiserver::auth::{Authenticator, UserInfo};
-use fleet_apiserver::pki::{self, CertAndKey, Pki};
-use fleet_apiserver::serve::{self, ServeOptions};
-use fleet_apiserver::{ApiServer, ApiServerConfig};
+use fleet_apiserver::pki::CertAndKey;
+use fleet_apiserver::server::{Server, ServerConfig, ServerHandle};
 
-#[path = "support/kubectl.rs"]
-mod kubectl;
-use kubectl::kubectl_bin;
-
-fn have_kubectl() -> bool {
-    if kubectl_bin().is_some() {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("kubectl not found (set KUBECTL) and CI=true");
-    }
-    println!("skipping: kubectl not found (set KUBECTL or FLEET_TOOLS_DIR)");
-    false
-}
+use crate::support::kubectl;
+use kubectl::{have_kubectl, kubectl_bin};
 
 struct Cluster {
-    _srv: ApiServer,
-    pki: Pki,
-    port: u16,
+    srv: ServerHandle,
     dir: tempfile::TempDir,
     bin: PathBuf,
 }
@@ -165,29 +149,11 @@ fn b64(s: &str) -> String {
 impl Cluster {
     async fn start() -> Cluster {
         let bin = kubectl_bin().expect("checked by caller");
-        let srv = ApiServer::new(ApiServerConfig::in_memory())
+        let srv = Server::start(ServerConfig::in_memory())
             .await
             .expect("server");
-        let pki = Pki::ephemeral(&["127.0.0.1".into()]).expect("pki");
-        let admin = UserInfo::authenticated(pki::ADMIN_USER, &[pki::ADMIN_GROUP]);
-        let auth = Authenticator::new(vec![(pki.admin_token().to_string(), admin)]);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let app = serve::with_authentication(srv.router(), auth);
-        let tls = pki.server_tls_config().expect("tls");
-        tokio::spawn(serve::serve(
-            listener,
-            tls,
-            app,
-            std::future::pending::<()>(),
-            ServeOptions::default(),
-        ));
         Cluster {
-            _srv: srv,
-            pki,
-            port,
+            srv,
             dir: tempfile::tempdir().expect("tempdir"),
             bin,
         }
@@ -198,8 +164,8 @@ impl Cluster {
         let kubeconfig = dir.join(file);
         let cfg = format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority-data: {}\nusers:\n- name: u\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n    namespace: default\ncurrent-context: x\n",
-            self.port,
-            b64(self.pki.ca_cert_pem()),
+            self.srv.addr().port(),
+            b64(self.srv.ca_pem()),
             b64(&cert.cert_pem),
             b64(&cert.key_pem),
         );
@@ -213,13 +179,14 @@ impl Cluster {
     }
 
     fn admin(&self) -> Kube {
-        self.kube("admin.kubeconfig", self.pki.admin())
+        self.kube("admin.kubeconfig", self.srv.pki().admin())
     }
 
     /// kubectl as a client-certificate user (CN=`name`, O=each group).
     fn user(&self, name: &str, groups: &[&str]) -> Kube {
         let cert = self
-            .pki
+            .srv
+            .pki()
             .issue_client_cert(name, groups)
             .expect("client cert");
         let file = format!("{}.kubeconfig", name.replace(':', "_"));

@@ -2,8 +2,7 @@
 //! (no certificate exchange), and the resumed connection still carries the client certificate's
 //! identity (CN -> user, O -> groups).
 
-#[path = "support/tls.rs"]
-mod tls;
+use fleet_testkit::tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,8 +1,7 @@
 //! Server-side apply over HTTP: option validation, malformed bodies (always a 4xx Status, never a
 //! panic or 5xx), field managers derived from the User-Agent, and status-subresource entries.
 
-#[path = "rest_common.rs"]
-mod common;
+use crate::rest_common as common;
 
 use axum::Router;
 use axum::body::Body;

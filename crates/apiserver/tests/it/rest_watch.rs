@@ -1,8 +1,7 @@
 //! Watch protocol: line framing, resourceVersion semantics, bookmarks, streaming lists, 410,
 //! selectors, timeouts; plus kube-runtime's watcher + reflector.
 
-#[path = "rest_common.rs"]
-mod common;
+use crate::rest_common as common;
 
 use std::time::Duration;
 

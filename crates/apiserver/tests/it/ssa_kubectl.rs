@@ -2,13 +2,10 @@
 //! `--force-conflicts`, `--show-managed-fields`, and per-key merging of a CRD's list-map.
 //! Skips when kubectl is missing (fails under CI=true).
 
-#[path = "rest_common.rs"]
-mod common;
 
 use std::time::Duration;
 
-#[path = "support/kubectl.rs"]
-mod kubectl;
+use crate::support::kubectl;
 
 use kubectl::{Kubectl, have_kubectl, start};
 

@@ -652,7 +652,7 @@ fn acknowledged_writes_survive_sigkill() {
     let mut child = std::process::Command::new(exe)
         .args([
             "--exact",
-            "crash_child",
+            "store::crash_child",
             "--nocapture",
             "--test-threads=1",
             "--include-ignored",

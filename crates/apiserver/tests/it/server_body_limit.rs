@@ -3,8 +3,7 @@
 //! unauthenticated client), a chunked body is cut off at 3 MiB with a 413 Status instead of a
 //! connection reset, and the server keeps serving afterwards.
 
-#[path = "support/tls.rs"]
-mod tls;
+use fleet_testkit::tls;
 
 use std::net::SocketAddr;
 use std::time::Duration;

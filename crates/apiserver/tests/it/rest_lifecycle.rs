@@ -2,8 +2,7 @@
 //! foreground, orphan), namespace deletion, and a kube-runtime Controller using the finalizer
 //! helper.
 
-#[path = "rest_common.rs"]
-mod common;
+use crate::rest_common as common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

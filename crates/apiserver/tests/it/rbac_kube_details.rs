@@ -12,8 +12,7 @@ use fleet_apiserver::serviceaccount::DEFAULT_ISSUER;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 
-#[path = "support/kubectl.rs"]
-mod kubectl;
+use crate::support::kubectl;
 
 async fn start() -> ServerHandle {
     Server::start(ServerConfig::in_memory())

@@ -1,8 +1,7 @@
 //! CRUD, patch flavours, errors and bad input, driven through kube-rs and raw HTTP against the
 //! in-process router.
 
-#[path = "rest_common.rs"]
-mod common;
+use crate::rest_common as common;
 
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;

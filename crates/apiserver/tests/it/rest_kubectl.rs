@@ -1,14 +1,11 @@
 //! Real kubectl against the router served over plain HTTP on 127.0.0.1:0. Skips when kubectl is
 //! missing (fails under CI=true).
 
-#[path = "rest_common.rs"]
-mod common;
 
 use std::process::Stdio;
 use std::time::Duration;
 
-#[path = "support/kubectl.rs"]
-mod kubectl;
+use crate::support::kubectl;
 
 use kubectl::{have_kubectl, start};
 

@@ -2,8 +2,7 @@
 //! defaulting, validation with a 422 listing the fields), status subresource, merge patches,
 //! 415 for strategic merge on custom resources, deleting a CRD deletes its objects.
 
-#[path = "rest_common.rs"]
-mod common;
+use crate::rest_common as common;
 
 use std::time::Duration;
 

@@ -1,8 +1,7 @@
 //! Property test over whole requests: random methods, paths, queries, content types and bodies
 //! never make the router answer 5xx or panic, and every error body is a Status object.
 
-#[path = "rest_common.rs"]
-mod common;
+use crate::rest_common as common;
 
 use common::*;
 use proptest::prelude::*;

@@ -37,18 +37,9 @@ print("python-ok")
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_lists_and_watches() {
-    let ci = std::env::var("CI").as_deref() == Ok("true");
-    let probe = std::process::Command::new("python3")
-        .args(["-c", "import kubernetes"])
-        .output();
-    if !probe.map(|o| o.status.success()).unwrap_or(false) {
-        assert!(
-            !ci,
-            "python3 with the kubernetes package is required under CI=true"
-        );
-        println!("skipping: python3 `kubernetes` package not available");
+    let Some(py) = fleet_testkit::tools::python_kubernetes() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let srv = ApiServer::new(ApiServerConfig::in_memory()).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -67,7 +58,7 @@ async fn python_client_lists_and_watches() {
     std::fs::write(&script, SCRIPT).unwrap();
     let out = tokio::time::timeout(
         Duration::from_secs(60),
-        tokio::process::Command::new("python3")
+        tokio::process::Command::new(&py)
             .arg(&script)
             .arg(&kc)
             .output(),

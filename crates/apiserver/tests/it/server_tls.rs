@@ -2,8 +2,7 @@
 //! small router that echoes the identity it sees: client certificates from our CA, the admin bearer
 //! token, no credentials, bad credentials, a foreign CA, and graceful shutdown.
 
-#[path = "support/tls.rs"]
-mod tls;
+use fleet_testkit::tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

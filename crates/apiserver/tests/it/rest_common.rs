@@ -1,4 +1,4 @@
-// Shared helpers for the rest_* integration tests (included with `#[path]`).
+// Shared helpers for the rest_* test modules.
 #![allow(dead_code)]
 
 use axum::Router;

@@ -1,0 +1,3 @@
+//! Harness pieces only this crate's tests use.
+
+pub mod kubectl;
