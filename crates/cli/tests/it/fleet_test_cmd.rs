@@ -58,35 +58,9 @@ fn docs(text: &str) -> Vec<Value> {
         .collect()
 }
 
-fn ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
-
 fn skip(why: &str) {
-    assert!(!ci(), "CI=true but {why}");
+    assert!(!fleet_testkit::in_ci(), "CI=true but {why}");
     println!("SKIP: {why}");
-}
-
-/// An oracle tool: env var, then `$FLEET_TOOLS_DIR/bin` (default ~/.cache/fleet-tools/bin),
-/// then PATH.
-fn tool(env: &str, name: &str) -> Option<PathBuf> {
-    if let Ok(p) = std::env::var(env) {
-        return Some(PathBuf::from(p));
-    }
-    let tools = std::env::var("FLEET_TOOLS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools")
-        });
-    let p = tools.join("bin").join(name);
-    if p.is_file() {
-        return Some(p);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    })
 }
 
 /// Compares with (or, with FLEET_REGEN_GOLDENS=1, writes) `expected/<name>`.
@@ -205,7 +179,7 @@ fn helm_bundle_with_per_cluster_values_goldens() {
 /// cluster gives the same objects, once Fleet's post-render additions are applied.
 #[test]
 fn helm_part_matches_real_helm() {
-    let Some(helm) = tool("FLEET_HELM_BIN", "helm") else {
+    let Some(helm) = fleet_testkit::tools::helm() else {
         return skip("helm not installed (scripts/install-test-tools)");
     };
     let tmp = tempfile::tempdir().expect("tmp");
@@ -312,7 +286,7 @@ fn kustomize_bundle() {
     let out_default = ok(&fleet(&["test", "kustomize", "-l", "env=dev"]));
     golden("kustomize-default.yaml", &out_default);
 
-    let Some(kustomize) = tool("FLEET_KUSTOMIZE_BIN", "kustomize") else {
+    let Some(kustomize) = fleet_testkit::tools::kustomize() else {
         return skip("kustomize not installed (scripts/install-test-tools)");
     };
     for (dir, text) in [
@@ -362,23 +336,10 @@ fn serve_once(body: Vec<u8>) -> (String, std::thread::JoinHandle<()>) {
     (url, h)
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let e = e.expect("entry");
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
-        }
-    }
-}
-
 #[test]
 fn fetched_chart_renders_like_local_chart() {
     let tmp = tempfile::tempdir().expect("tmp");
-    copy_dir(
+    fleet_testkit::fs::copy_dir(
         &fixtures().join("helm-values/chart"),
         &tmp.path().join("pkg/web"),
     );
@@ -403,7 +364,7 @@ fn fetched_chart_renders_like_local_chart() {
     )
     .expect("fleet.yaml");
     let local = tmp.path().join("local");
-    copy_dir(&fixtures().join("helm-values/chart"), &local.join("chart"));
+    fleet_testkit::fs::copy_dir(&fixtures().join("helm-values/chart"), &local.join("chart"));
     std::fs::write(
         local.join("fleet.yaml"),
         format!("namespace: ns\nhelm:\n  chart: ./chart\n{values}"),
@@ -477,14 +438,14 @@ fn helm_output_post_rendered_by_kustomize() {
     assert_eq!(objs[0]["metadata"]["labels"]["owner"], "blue");
 
     let (Some(helm), Some(kustomize)) = (
-        tool("FLEET_HELM_BIN", "helm"),
-        tool("FLEET_KUSTOMIZE_BIN", "kustomize"),
+        fleet_testkit::tools::helm(),
+        fleet_testkit::tools::kustomize(),
     ) else {
         return skip("helm or kustomize not installed (scripts/install-test-tools)");
     };
     let tmp = tempfile::tempdir().expect("tmp");
     let overlay = tmp.path().join("overlay");
-    copy_dir(&fixtures().join("helm-kustomize/overlay"), &overlay);
+    fleet_testkit::fs::copy_dir(&fixtures().join("helm-kustomize/overlay"), &overlay);
     let rendered = ok(&Command::new(helm)
         .args(["template", "app"])
         .arg(fixtures().join("helm-kustomize/chart"))
@@ -552,7 +513,7 @@ fn bundle_file_and_fleet_yaml_flags() {
         );
     }
 
-    copy_dir(&fixtures().join("helm-values"), &tmp.path().join("hv"));
+    fleet_testkit::fs::copy_dir(&fixtures().join("helm-values"), &tmp.path().join("hv"));
     std::fs::rename(
         tmp.path().join("hv/fleet.yaml"),
         tmp.path().join("hv/other.yaml"),

@@ -6,83 +6,17 @@
 //!
 //! Skips (with a message) when kubectl is missing; fails instead under CI=true.
 
-mod common;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
-use common::{Server, find_tool};
-
-struct Kubectl {
-    bin: PathBuf,
-    kubeconfig: PathBuf,
-}
-
-impl Kubectl {
-    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut c = Command::new(&self.bin);
-        c.env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .args(["--request-timeout=30s"])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().expect("spawn kubectl");
-        if let Some(input) = stdin {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(input.as_bytes())
-                .expect("write stdin");
-        } else {
-            drop(child.stdin.take());
-        }
-        child.wait_with_output().expect("kubectl output")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args, None);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn apply(&self, yaml: &str) {
-        let out = self.run(&["apply", "-f", "-"], Some(yaml));
-        assert!(
-            out.status.success(),
-            "apply failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    /// Runs a command expected to fail; returns its stderr.
-    fn fails(&self, args: &[&str]) -> String {
-        let out = self.run(args, None);
-        assert!(
-            !out.status.success(),
-            "kubectl {args:?} unexpectedly succeeded: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    }
-}
+use crate::common::{Server, find_tool};
+use fleet_testkit::Kubectl;
 
 /// A kubeconfig for a bearer token, built the way a user would with `kubectl config`.
 fn token_kubeconfig(admin: &Kubectl, dir: &Path, server: &str, token: &str) -> Kubectl {
     let path = dir.join("agent.kubeconfig");
-    let agent = Kubectl {
-        bin: admin.bin.clone(),
-        kubeconfig: path.clone(),
-    };
+    let agent = Kubectl::with_bin(&admin.bin, &path);
     let ca = dir.join("pki/ca.crt");
     let ca = ca.to_string_lossy();
     agent.ok(&[
@@ -120,20 +54,19 @@ fn bd(name: &str, ns: &str) -> String {
 /// Retries `f` for a few seconds: RBAC changes reach the authorizer through a watch, as they
 /// reach kube-apiserver's through an informer.
 fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(10) {
+    fleet_testkit::eventually(what, Duration::from_secs(10), || {
         if f() {
-            return;
+            Ok(())
+        } else {
+            Err("not yet".to_string())
         }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting for: {what}");
+    })
 }
 
 #[test]
 fn service_account_sees_only_its_bundledeployments() {
     let Some(bin) = find_tool("KUBECTL", "kubectl") else {
-        if common::in_ci() {
+        if crate::common::in_ci() {
             panic!("kubectl not found and CI=true");
         }
         println!("skipping: kubectl not found (set KUBECTL)");
@@ -141,10 +74,7 @@ fn service_account_sees_only_its_bundledeployments() {
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let srv = Server::start(dir.path());
-    let admin = Kubectl {
-        bin,
-        kubeconfig: srv.kubeconfig.clone(),
-    };
+    let admin = Kubectl::with_bin(&bin, &srv.kubeconfig);
 
     // The Fleet CRDs, two cluster namespaces, a BundleDeployment in each, and a Secret.
     let crds = Command::new(env!("CARGO_BIN_EXE_fleet"))
@@ -152,9 +82,9 @@ fn service_account_sees_only_its_bundledeployments() {
         .output()
         .expect("fleet install crds");
     assert!(crds.status.success());
-    let out = admin.run(
+    let out = admin.run_stdin(
         &["apply", "-f", "-"],
-        Some(&String::from_utf8_lossy(&crds.stdout)),
+        &String::from_utf8_lossy(&crds.stdout),
     );
     assert!(
         out.status.success(),
@@ -197,7 +127,7 @@ fn service_account_sees_only_its_bundledeployments() {
     // (`kubectl patch --subresource=status` reads the status first, hence `get` on it too).
     eventually("the agent can list its BundleDeployments", || {
         agent
-            .run(&["get", "bundledeployments", "-o", "name"], None)
+            .run(&["get", "bundledeployments", "-o", "name"])
             .status
             .success()
     });
@@ -272,7 +202,7 @@ fn service_account_sees_only_its_bundledeployments() {
     assert!(err.contains("Forbidden"), "{err}");
     let err = agent.fails(&["delete", "bundledeployment", "app"]);
     assert!(err.contains("Forbidden"), "{err}");
-    let out = agent.run(&["apply", "-f", "-"], Some(&bd("new", "cluster-a")));
+    let out = agent.run_stdin(&["apply", "-f", "-"], &bd("new", "cluster-a"));
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("Forbidden"),
@@ -297,27 +227,24 @@ fn service_account_sees_only_its_bundledeployments() {
             .trim(),
         "yes"
     );
-    let out = agent.run(&["auth", "can-i", "list", "secrets"], None);
+    let out = agent.run(&["auth", "can-i", "list", "secrets"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no");
-    let out = admin.run(
-        &[
-            "auth",
-            "can-i",
-            "update",
-            "bundledeployments",
-            "--subresource=status",
-            "-n",
-            "cluster-b",
-            &format!("--as={user}"),
-        ],
-        None,
-    );
+    let out = admin.run(&[
+        "auth",
+        "can-i",
+        "update",
+        "bundledeployments",
+        "--subresource=status",
+        "-n",
+        "cluster-b",
+        &format!("--as={user}"),
+    ]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no");
 
     // Deleting the ServiceAccount makes its token 401.
     admin.ok(&["delete", "serviceaccount", "agent", "-n", "cluster-a"]);
     eventually("the deleted service account's token is refused", || {
-        let out = agent.run(&["get", "bundledeployments"], None);
+        let out = agent.run(&["get", "bundledeployments"]);
         !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("Unauthorized")
     });
     // Recreating it (new uid) does not revive the old token.

@@ -2,9 +2,7 @@
 //! serving: malformed JSON and YAML, kind/path and namespace/name mismatches, missing name,
 //! invalid label value, oversized body, unknown resource, invalid selectors.
 
-mod common;
-
-use common::{Server, raw};
+use crate::common::{Server, raw};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 

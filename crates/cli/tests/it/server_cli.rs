@@ -2,12 +2,10 @@
 //! directory, health endpoints without credentials, 401 without them elsewhere, CA reuse across
 //! restarts, clean SIGTERM shutdown with a watch open, and clear errors for bad flags.
 
-mod common;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Server, raw};
+use crate::common::{Server, raw};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 

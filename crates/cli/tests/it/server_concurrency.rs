@@ -2,12 +2,10 @@
 //! writers read and tried to update from, exactly one update wins and every other gets 409
 //! Conflict. Many concurrent creates of one name: exactly one 201, the rest 409 AlreadyExists.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use common::Server;
+use crate::common::Server;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};

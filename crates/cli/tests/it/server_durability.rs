@@ -2,13 +2,11 @@
 //! data directory and port: every acknowledged write is present, resourceVersions keep increasing,
 //! and a watcher either resumes from its last resourceVersion or gets 410 Gone and relists.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Server, raw};
+use crate::common::{Server, raw};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;

@@ -2,12 +2,10 @@
 //! `watcher` + `reflector`, `await_condition` on a CRD's Established condition, and a `Controller`
 //! reconcile loop using the `finalizer` helper.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::Server;
+use crate::common::Server;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

@@ -5,100 +5,29 @@
 //!
 //! Skips (with a message) when kubectl is missing; fails instead under CI=true.
 
-mod common;
-
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Server, find_tool};
+use crate::common::Server;
+use fleet_testkit::Kubectl;
 
-struct Kubectl {
-    bin: PathBuf,
-    kubeconfig: PathBuf,
-}
-
-impl Kubectl {
-    fn new(srv: &Server) -> Option<Kubectl> {
-        let bin = find_tool("KUBECTL", "kubectl")?;
-        let version = Command::new(&bin)
-            .args(["version", "--client"])
-            .output()
-            .ok()?;
-        println!(
-            "kubectl version --client: {}",
-            String::from_utf8_lossy(&version.stdout).trim()
-        );
-        Some(Kubectl {
-            bin,
-            kubeconfig: srv.kubeconfig.clone(),
-        })
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(&self.bin);
-        c.env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .args(["--request-timeout=30s"])
-            .args(args);
-        c
-    }
-
-    fn run_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut c = self.cmd(args);
-        c.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().expect("spawn kubectl");
-        if let Some(input) = stdin {
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        } else {
-            drop(child.stdin.take());
-        }
-        child.wait_with_output().unwrap()
-    }
-
-    /// Runs kubectl and returns stdout; panics with stderr on failure.
-    fn ok(&self, args: &[&str]) -> String {
-        self.ok_stdin(args, None)
-    }
-
-    fn ok_stdin(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let out = self.run_stdin(args, stdin);
-        assert!(
-            out.status.success(),
-            "kubectl {} failed ({}):\nstdout: {}\nstderr: {}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> serde_json::Value {
-        let mut a = args.to_vec();
-        a.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&a)).expect("kubectl -o json output")
-    }
-
-    fn apply(&self, manifest: &str, extra: &[&str]) -> String {
-        let mut a = vec!["apply", "-f", "-"];
-        a.extend(extra);
-        self.ok_stdin(&a, Some(manifest))
-    }
+/// `kubectl apply -f - EXTRA...` of `manifest`, panicking unless it succeeds; returns stdout.
+fn apply(k: &Kubectl, manifest: &str, extra: &[&str]) -> String {
+    let mut a = vec!["apply", "-f", "-"];
+    a.extend(extra);
+    k.ok_stdin(&a, manifest)
 }
 
 fn setup() -> Option<(tempfile::TempDir, Server, Kubectl)> {
     let dir = tempfile::tempdir().unwrap();
     let srv = Server::start(dir.path());
-    let k = Kubectl::new(&srv)?;
+    let k = srv.kubectl()?;
+    let version = k.run(&["version", "--client"]);
+    println!(
+        "kubectl version --client: {}",
+        String::from_utf8_lossy(&version.stdout).trim()
+    );
     Some((dir, srv, k))
 }
 
@@ -168,7 +97,7 @@ fn kubectl_builtin_workflow() {
     // create, then get -o yaml
     k.ok_stdin(
         &["create", "-f", "-"],
-        Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: demo, namespace: default}\ndata: {k1: v1}\n"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: demo, namespace: default}\ndata: {k1: v1}\n",
     );
     let yaml = k.ok(&["get", "configmap", "demo", "-o", "yaml"]);
     assert!(
@@ -177,7 +106,7 @@ fn kubectl_builtin_workflow() {
     );
 
     // apply, then apply again with a change: strategic merge for a built-in kind.
-    k.apply(DEPLOY_V1, &[]);
+    apply(&k, DEPLOY_V1, &[]);
     let d = k.json(&["get", "deployment", "web"]);
     assert_eq!(
         d["spec"]["template"]["spec"]["containers"]
@@ -186,7 +115,7 @@ fn kubectl_builtin_workflow() {
             .len(),
         2
     );
-    let out = k.apply(DEPLOY_V2, &[]);
+    let out = apply(&k, DEPLOY_V2, &[]);
     assert!(out.contains("configured"), "{out}");
     let d = k.json(&["get", "deployment", "web"]);
     assert_eq!(d["spec"]["replicas"], 3);
@@ -210,7 +139,7 @@ fn kubectl_builtin_workflow() {
     );
     assert_eq!(containers[1]["name"], "sidecar");
     // Unchanged re-apply.
-    let out = k.apply(DEPLOY_V2, &[]);
+    let out = apply(&k, DEPLOY_V2, &[]);
     assert!(out.contains("unchanged"), "{out}");
 
     // label / annotate
@@ -273,7 +202,7 @@ fn kubectl_builtin_workflow() {
         "--wait=true",
         "--timeout=60s",
     ]);
-    let out = k.run_stdin(&["get", "configmap", "demo"], None);
+    let out = k.run(&["get", "configmap", "demo"]);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("NotFound"),
@@ -296,9 +225,9 @@ fn kubectl_server_side_apply() {
     };
     let v1 = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, namespace: default, labels: {a: '1'}}\ndata: {alpha: '1', beta: '2'}\n";
     let v2 = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, namespace: default, labels: {a: '1'}}\ndata: {alpha: '10', beta: '2'}\n";
-    let out = k.apply(v1, &["--server-side"]);
+    let out = apply(&k, v1, &["--server-side"]);
     assert!(out.contains("serverside-applied"), "{out}");
-    k.apply(v2, &["--server-side"]);
+    apply(&k, v2, &["--server-side"]);
     let cm = k.json(&["get", "configmap", "ssa"]);
     assert_eq!(cm["data"]["alpha"], "10");
     assert_eq!(cm["data"]["beta"], "2");
@@ -335,7 +264,7 @@ fn kubectl_crd_and_custom_resource() {
     let Some((_dir, _srv, k)) = setup() else {
         return;
     };
-    k.apply(CRD, &[]);
+    apply(&k, CRD, &[]);
     k.ok(&[
         "wait",
         "--for",
@@ -349,8 +278,8 @@ fn kubectl_crd_and_custom_resource() {
     let w1 = "apiVersion: example.fleet.test/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {size: 1, color: red, tags: [a, b]}\n";
     // Drops `color`: the 3-way JSON merge patch must remove it; replaces the tags list whole.
     let w2 = "apiVersion: example.fleet.test/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {size: 2, tags: [c]}\n";
-    k.apply(w1, &[]);
-    let out = k.apply(w2, &[]);
+    apply(&k, w1, &[]);
+    let out = apply(&k, w2, &[]);
     assert!(out.contains("configured"), "{out}");
     let w = k.json(&["get", "widget", "w"]);
     assert_eq!(
@@ -370,10 +299,10 @@ fn kubectl_get_watch_sees_changes() {
     };
     k.ok_stdin(
         &["create", "-f", "-"],
-        Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: watched, namespace: default}\n"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: watched, namespace: default}\n",
     );
     let mut child = k
-        .cmd(&[
+        .command(&[
             "get",
             "configmap",
             "watched",
@@ -457,13 +386,13 @@ fn kubectl_reapply_merges_strategically() {
     let Some((_dir, _srv, k)) = setup() else {
         return;
     };
-    k.apply(SMP_V1, &[]);
+    apply(&k, SMP_V1, &[]);
     // Someone else (not in the applied file) sets fields the next apply must keep.
     k.ok(&[
         "patch", "deployment", "smp", "--type", "strategic", "-p",
         r#"{"metadata":{"labels":{"owner":"ops"}},"spec":{"template":{"spec":{"containers":[{"name":"app","resources":{"limits":{"memory":"64Mi"}}}]}}}}"#,
     ]);
-    k.apply(SMP_V2, &[]);
+    apply(&k, SMP_V2, &[]);
     let d = k.json(&["get", "deployment", "smp"]);
     let containers = d["spec"]["template"]["spec"]["containers"]
         .as_array()

@@ -2,35 +2,14 @@
 //! (script: tests-py/list_watch.py). Skips when python3 or the module is missing, except under
 //! CI=true.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Server, in_ci};
+use crate::common::Server;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-
-fn python() -> Option<PathBuf> {
-    let py = PathBuf::from(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into()));
-    let ok = Command::new(&py)
-        .args(["-c", "import kubernetes"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if ok {
-        return Some(py);
-    }
-    if in_ci() {
-        panic!("python3 with the `kubernetes` module is required under CI=true");
-    }
-    eprintln!(
-        "SKIP: python3 with the `kubernetes` module not found (run scripts/install-test-tools)"
-    );
-    None
-}
 
 fn labeled(name: &str) -> ConfigMap {
     let mut c = ConfigMap::default();
@@ -41,7 +20,9 @@ fn labeled(name: &str) -> ConfigMap {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn python_client_lists_and_watches() {
-    let Some(py) = python() else { return };
+    let Some(py) = fleet_testkit::tools::python_kubernetes() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let srv = Server::start(dir.path());
     let api: Api<ConfigMap> = Api::namespaced(srv.client().await, "default");
@@ -106,7 +87,7 @@ async fn python_client_lists_and_watches() {
     api.delete("p3", &DeleteParams::default()).await.unwrap();
 
     let status =
-        common::wait_timeout(&mut child, Duration::from_secs(90)).expect("python finished");
+        crate::common::wait_timeout(&mut child, Duration::from_secs(90)).expect("python finished");
     assert!(
         status.success(),
         "python list/watch script failed: {status}"

@@ -6,23 +6,15 @@
 //!
 //! Skips (with a message) when kubectl is missing; fails instead under CI=true.
 
-mod common;
-
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-use common::{Server, find_tool};
+use crate::common::{Server, find_tool};
 use fleet_apiserver::pki::Pki;
 
 fn kubectl(bin: &Path, kubeconfig: &Path, args: &[&str]) -> Output {
-    Command::new(bin)
-        .env("KUBECONFIG", kubeconfig)
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .args(["--request-timeout=30s"])
-        .args(args)
-        .output()
-        .expect("run kubectl")
+    fleet_testkit::Kubectl::with_bin(bin, kubeconfig).run(args)
 }
 
 fn text(o: &Output) -> (String, String) {

@@ -6,13 +6,11 @@
 //!
 //! Skips (with a message) when kubectl is missing; fails instead under CI=true.
 
-mod common;
-
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
-use common::{Server, find_tool};
+use crate::common::{Server, find_tool};
 use fleet_apiserver::satoken::{ServiceAccountRef, SigningKey};
 use fleet_apiserver::serviceaccount::DEFAULT_ISSUER;
 
@@ -25,26 +23,11 @@ struct Kubectl {
 impl Kubectl {
     /// kubectl with `kubeconfig`; extra args follow.
     fn run(&self, kubeconfig: &Path, args: &[&str]) -> Output {
-        Command::new(&self.bin)
-            .env("KUBECONFIG", kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .arg("--request-timeout=30s")
-            .args(args)
-            .output()
-            .expect("running kubectl")
+        fleet_testkit::Kubectl::with_bin(&self.bin, kubeconfig).run(args)
     }
 
     fn ok(&self, kubeconfig: &Path, args: &[&str]) -> String {
-        let out = self.run(kubeconfig, args);
-        assert!(
-            out.status.success(),
-            "kubectl {} failed ({}):\nstdout: {}\nstderr: {}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        fleet_testkit::Kubectl::with_bin(&self.bin, kubeconfig).ok(args)
     }
 
     /// Runs a command that must be refused as unauthenticated, exactly as kubectl reports it.

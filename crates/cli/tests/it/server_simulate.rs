@@ -5,80 +5,20 @@
 //!
 //! Skips (with a message) when kubectl is missing; fails instead under CI=true.
 
-mod common;
-
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Server, find_tool};
+use crate::common::Server;
+use fleet_testkit::Kubectl;
 use serde_json::Value;
 
-struct Kubectl {
-    bin: PathBuf,
-    kubeconfig: PathBuf,
-}
-
-impl Kubectl {
-    fn new(srv: &Server) -> Option<Kubectl> {
-        Some(Kubectl {
-            bin: find_tool("KUBECTL", "kubectl")?,
-            kubeconfig: srv.kubeconfig.clone(),
-        })
-    }
-
-    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        use std::io::Write;
-        let mut child = Command::new(&self.bin)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .args(["--request-timeout=30s"])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn kubectl");
-        let mut input = child.stdin.take().expect("stdin");
-        if let Some(s) = stdin {
-            input.write_all(s.as_bytes()).expect("kubectl stdin");
-        }
-        drop(input);
-        child.wait_with_output().expect("kubectl output")
-    }
-
-    fn ok_stdin(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let out = self.run(args, stdin);
-        assert!(
-            out.status.success(),
-            "kubectl {} failed ({}):\nstdout: {}\nstderr: {}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        self.ok_stdin(args, None)
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = args.to_vec();
-        a.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&a)).expect("kubectl -o json output")
-    }
-
-    /// The store's current revision: the resourceVersion of a list (every write advances it).
-    fn revision(&self) -> u64 {
-        let raw = self.ok(&["get", "--raw", "/api/v1/namespaces/default/configmaps"]);
-        let list: Value = serde_json::from_str(&raw).expect("list JSON");
-        list.pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
-            .and_then(|s| s.parse().ok())
-            .expect("list resourceVersion")
-    }
+/// The store's current revision: the resourceVersion of a list (every write advances it).
+fn revision(k: &Kubectl) -> u64 {
+    let raw = k.ok(&["get", "--raw", "/api/v1/namespaces/default/configmaps"]);
+    let list: Value = serde_json::from_str(&raw).expect("list JSON");
+    list.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse().ok())
+        .expect("list resourceVersion")
 }
 
 /// Objects kubectl has no `create` subcommand for, or needs fields the subcommands do not set.
@@ -117,7 +57,7 @@ spec:
 fn assert_quiet(k: &Kubectl, rev: u64, window: Duration, what: &str) {
     let until = Instant::now() + window;
     while Instant::now() < until {
-        assert_eq!(k.revision(), rev, "{what}: something kept writing");
+        assert_eq!(revision(k), rev, "{what}: something kept writing");
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -126,7 +66,7 @@ fn assert_quiet(k: &Kubectl, rev: u64, window: Duration, what: &str) {
 fn simulated_workloads_look_healthy_to_kubectl() {
     let dir = tempfile::tempdir().unwrap();
     let srv = Server::start_with_flags(dir.path(), "127.0.0.1:0", &["--simulate-workloads"]);
-    let Some(k) = Kubectl::new(&srv) else { return };
+    let Some(k) = srv.kubectl() else { return };
 
     k.ok(&[
         "create",
@@ -199,7 +139,7 @@ fn simulated_workloads_look_healthy_to_kubectl() {
         "--timeout=20s",
     ]);
 
-    k.ok_stdin(&["apply", "-f", "-"], Some(MANIFESTS));
+    k.ok_stdin(&["apply", "-f", "-"], MANIFESTS);
     k.ok(&[
         "wait",
         "--for=jsonpath={.status.phase}=Bound",
@@ -212,7 +152,7 @@ fn simulated_workloads_look_healthy_to_kubectl() {
     k.ok(&["rollout", "status", "daemonset/agent", "--timeout=20s"]);
 
     // Settled: the simulator's own writes trigger nothing further.
-    let rev = k.revision();
+    let rev = revision(&k);
     assert_quiet(&k, rev, Duration::from_secs(2), "after settling");
 }
 
@@ -220,7 +160,7 @@ fn simulated_workloads_look_healthy_to_kubectl() {
 fn without_the_flag_no_status_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let srv = Server::start(dir.path());
-    let Some(k) = Kubectl::new(&srv) else { return };
+    let Some(k) = srv.kubectl() else { return };
     k.ok(&[
         "create",
         "deployment",
@@ -230,8 +170,8 @@ fn without_the_flag_no_status_is_written() {
     ]);
     k.ok(&["create", "job", "once", "--image=busybox:1.36"]);
     k.ok(&["create", "service", "loadbalancer", "edge", "--tcp=80:8080"]);
-    k.ok_stdin(&["apply", "-f", "-"], Some(MANIFESTS));
-    let rev = k.revision();
+    k.ok_stdin(&["apply", "-f", "-"], MANIFESTS);
+    let rev = revision(&k);
     assert_quiet(
         &k,
         rev,
@@ -255,10 +195,7 @@ fn without_the_flag_no_status_is_written() {
             "{kind}/{name} got a status: {o}"
         );
     }
-    let out = k.run(
-        &["rollout", "status", "deployment/web", "--timeout=1s"],
-        None,
-    );
+    let out = k.run(&["rollout", "status", "deployment/web", "--timeout=1s"]);
     assert!(
         !out.status.success(),
         "nothing rolls out without the simulator"
