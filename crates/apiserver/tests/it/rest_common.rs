@@ -31,7 +31,11 @@ pub async fn raw(
     if let Some(ct) = ct {
         b = b.header("content-type", ct);
     }
-    let req = b.body(Body::from(body)).expect("request");
+    send(router, b.body(Body::from(body)).expect("request")).await
+}
+
+/// Sends `req` through the router (no socket); returns (status, body bytes).
+pub async fn send(router: &Router, req: Request<Body>) -> (u16, Vec<u8>) {
     let resp = router.clone().oneshot(req).await.expect("infallible");
     let code = resp.status().as_u16();
     let bytes = resp

@@ -1,7 +1,6 @@
 //! Real kubectl against the router served over plain HTTP on 127.0.0.1:0. Skips when kubectl is
 //! missing (fails under CI=true).
 
-
 use std::process::Stdio;
 use std::time::Duration;
 

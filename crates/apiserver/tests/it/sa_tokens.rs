@@ -14,9 +14,7 @@ use fleet_apiserver::satoken::{ServiceAccountRef, SigningKey};
 use fleet_apiserver::serve::with_authentication;
 use fleet_apiserver::store::StoreConfig;
 use fleet_apiserver::{ApiServer, ApiServerConfig};
-use http_body_util::BodyExt;
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 const ADMIN: &str = "admin-static-token";
 
@@ -65,18 +63,7 @@ async fn call(app: &Router, token: &str, method: &str, uri: &str, body: Value) -
     } else {
         Body::from(body.to_string())
     };
-    let resp = app
-        .clone()
-        .oneshot(b.body(body).expect("request"))
-        .await
-        .expect("infallible");
-    let code = resp.status().as_u16();
-    let bytes = resp
-        .into_body()
-        .collect()
-        .await
-        .map(|c| c.to_bytes().to_vec())
-        .unwrap_or_default();
+    let (code, bytes) = crate::rest_common::send(app, b.body(body).expect("request")).await;
     (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 

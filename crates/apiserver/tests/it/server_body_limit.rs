@@ -9,10 +9,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use fleet_apiserver::auth::{Authenticator, UserInfo};
-use fleet_apiserver::pki::{self, Pki};
-use fleet_apiserver::serve::{self, ServeOptions};
-use fleet_apiserver::{ApiServer, ApiServerConfig};
+use fleet_apiserver::server::{Server, ServerConfig, ServerHandle};
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::Request;
 use hyper::body::Frame;
@@ -26,34 +23,17 @@ struct Running {
     addr: SocketAddr,
     token: String,
     tls: tokio_rustls::TlsConnector,
-    _stop: tokio::sync::oneshot::Sender<()>,
-    _api: ApiServer,
+    _srv: ServerHandle,
 }
 
-async fn start(dir: &std::path::Path) -> Running {
-    let pki = Pki::load_or_create(dir, &["127.0.0.1".into()]).unwrap();
-    let api = ApiServer::new(ApiServerConfig::in_memory()).await.unwrap();
-    let admin = UserInfo::authenticated(pki::ADMIN_USER, &[pki::ADMIN_GROUP]);
-    let auth = Authenticator::new(vec![(pki.admin_token().to_string(), admin)]);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(serve::serve(
-        listener,
-        pki.server_tls_config().unwrap(),
-        serve::with_authentication(api.router(), auth),
-        async move {
-            let _ = stopped.await;
-        },
-        ServeOptions::default(),
-    ));
-    let cfg = tls::client_config(&pki, None);
+async fn start() -> Running {
+    let srv = Server::start(ServerConfig::in_memory()).await.unwrap();
+    let cfg = tls::client_config(srv.pki(), None);
     Running {
-        addr,
-        token: pki.admin_token().to_string(),
+        addr: srv.addr(),
+        token: srv.admin_token().to_string(),
         tls: tokio_rustls::TlsConnector::from(cfg),
-        _stop: stop,
-        _api: api,
+        _srv: srv,
     }
 }
 
@@ -126,8 +106,7 @@ fn assert_too_large(got: Result<(u16, serde_json::Value), String>, what: &str) {
 /// server decides on the declared length and reads no body.
 #[tokio::test(flavor = "multi_thread")]
 async fn declared_oversize_is_refused_before_the_body_is_read() {
-    let dir = tempfile::tempdir().unwrap();
-    let srv = start(dir.path()).await;
+    let srv = start().await;
     let mut tls = srv.tls().await;
     let head = format!(
         "POST {CMS} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
@@ -170,8 +149,7 @@ async fn declared_oversize_is_refused_before_the_body_is_read() {
 /// not) read a 413 Status, not a reset; nothing is stored and the server keeps serving.
 #[tokio::test(flavor = "multi_thread")]
 async fn oversized_bodies_get_413_not_a_reset() {
-    let dir = tempfile::tempdir().unwrap();
-    let srv = start(dir.path()).await;
+    let srv = start().await;
     let body = big_config_map(5 * 1024 * 1024);
 
     for auth in [true, false] {

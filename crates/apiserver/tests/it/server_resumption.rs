@@ -2,6 +2,7 @@
 //! (no certificate exchange), and the resumed connection still carries the client certificate's
 //! identity (CN -> user, O -> groups).
 
+use crate::support::serve_app::serve_app;
 use fleet_testkit::tls;
 
 use std::net::SocketAddr;
@@ -10,9 +11,9 @@ use std::sync::Arc;
 use axum::routing::get;
 use axum::{Extension, Router};
 use bytes::Bytes;
-use fleet_apiserver::auth::{Authenticator, UserInfo};
-use fleet_apiserver::pki::{self, Pki};
-use fleet_apiserver::serve::{self, ServeOptions};
+use fleet_apiserver::auth::UserInfo;
+use fleet_apiserver::pki::Pki;
+use fleet_apiserver::serve::ServeOptions;
 use http_body_util::{BodyExt, Empty};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
@@ -25,21 +26,8 @@ async fn start(pki: &Pki) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
             format!("{} {}", u.name, u.groups.join(","))
         }),
     );
-    let admin = UserInfo::authenticated(pki::ADMIN_USER, &[pki::ADMIN_GROUP]);
-    let auth = Authenticator::new(vec![(pki.admin_token().to_string(), admin)]);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(serve::serve(
-        listener,
-        pki.server_tls_config().unwrap(),
-        serve::with_authentication(app, auth),
-        async move {
-            let _ = stopped.await;
-        },
-        ServeOptions::default(),
-    ));
-    (addr, stop)
+    let served = serve_app(pki, app, ServeOptions::default()).await;
+    (served.addr, served.stop)
 }
 
 /// (handshake kind, body of GET /whoami) over a fresh connection.

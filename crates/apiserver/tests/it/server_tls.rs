@@ -2,6 +2,7 @@
 //! small router that echoes the identity it sees: client certificates from our CA, the admin bearer
 //! token, no credentials, bad credentials, a foreign CA, and graceful shutdown.
 
+use crate::support::serve_app::serve_app;
 use fleet_testkit::tls;
 
 use std::net::SocketAddr;
@@ -11,9 +12,9 @@ use std::time::Duration;
 use axum::routing::get;
 use axum::{Extension, Router};
 use bytes::Bytes;
-use fleet_apiserver::auth::{Authenticator, UserInfo};
+use fleet_apiserver::auth::UserInfo;
 use fleet_apiserver::pki::{self, Pki};
-use fleet_apiserver::serve::{self, ServeOptions};
+use fleet_apiserver::serve::ServeOptions;
 use http_body_util::{BodyExt, Empty};
 use hyper::{Request, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -63,28 +64,20 @@ fn app() -> Router {
 
 async fn start(dir: &std::path::Path) -> Running {
     let pki = Pki::load_or_create(dir, &["127.0.0.1".into()]).unwrap();
-    let admin = UserInfo::authenticated(pki::ADMIN_USER, &[pki::ADMIN_GROUP]);
-    let auth = Authenticator::new(vec![(pki.admin_token().to_string(), admin)]);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(serve::serve(
-        listener,
-        pki.server_tls_config().unwrap(),
-        serve::with_authentication(app(), auth),
-        async move {
-            let _ = stopped.await;
-        },
+    let served = serve_app(
+        &pki,
+        app(),
         ServeOptions {
             drain_timeout: Duration::from_secs(5),
             ..ServeOptions::default()
         },
-    ));
+    )
+    .await;
     Running {
-        addr,
+        addr: served.addr,
         pki,
-        stop: Some(stop),
-        task,
+        stop: Some(served.stop),
+        task: served.task,
     }
 }
 

@@ -2,7 +2,6 @@
 //! `--force-conflicts`, `--show-managed-fields`, and per-key merging of a CRD's list-map.
 //! Skips when kubectl is missing (fails under CI=true).
 
-
 use std::time::Duration;
 
 use crate::support::kubectl;

@@ -6,10 +6,8 @@ use crate::rest_common as common;
 use axum::Router;
 use axum::body::Body;
 use axum::http::Request;
-use http_body_util::BodyExt;
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 const APPLY: &str = "application/apply-patch+yaml";
 const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";
@@ -29,14 +27,7 @@ async fn send(
         .header("user-agent", ua)
         .body(Body::from(body.to_string()))
         .expect("request");
-    let resp = router.clone().oneshot(req).await.expect("infallible");
-    let code = resp.status().as_u16();
-    let bytes = resp
-        .into_body()
-        .collect()
-        .await
-        .map(|c| c.to_bytes().to_vec())
-        .unwrap_or_default();
+    let (code, bytes) = common::send(router, req).await;
     (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
