@@ -6,15 +6,13 @@ use std::time::Duration;
 
 use crate::support::kubectl;
 
-use kubectl::{have_kubectl, start};
+use kubectl::setup;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_apply_get_patch_delete() {
-    if !have_kubectl() {
+    let Some((_dir, _srv, k)) = setup().await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let (_srv, k) = start(dir.path()).await;
+    };
 
     assert_eq!(k.ok(&["get", "--raw", "/readyz"]).await.trim(), "ok");
     let res = k.ok(&["api-resources"]).await;
@@ -151,11 +149,9 @@ async fn kubectl_apply_get_patch_delete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_crd_then_custom_resource_and_watch() {
-    if !have_kubectl() {
+    let Some((_dir, _srv, k)) = setup().await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let (_srv, k) = start(dir.path()).await;
+    };
     let crd = k.write(
         "crd.yaml",
         r#"apiVersion: apiextensions.k8s.io/v1
@@ -260,11 +256,9 @@ spec:
 /// `kubectl get` of built-in kinds shows their own columns, as on kube-apiserver.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_get_prints_builtin_columns() {
-    if !have_kubectl() {
+    let Some((_dir, _srv, k)) = setup().await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let (_srv, k) = start(dir.path()).await;
+    };
     k.ok(&[
         "create",
         "deployment",

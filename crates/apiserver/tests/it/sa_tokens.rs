@@ -16,6 +16,8 @@ use fleet_apiserver::store::StoreConfig;
 use fleet_apiserver::{ApiServer, ApiServerConfig};
 use serde_json::{Value, json};
 
+use crate::rest_common::eventually as poll;
+
 const ADMIN: &str = "admin-static-token";
 
 struct Env {
@@ -124,20 +126,6 @@ fn assert_unauthorized(code: u16, body: &Value) {
     assert_eq!(body["kind"], "Status", "{body}");
     assert_eq!(body["reason"], "Unauthorized", "{body}");
     assert_eq!(body["code"], 401, "{body}");
-}
-
-async fn poll<F, Fut>(mut f: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    for _ in 0..100 {
-        if f().await {
-            return true;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    false
 }
 
 #[tokio::test]

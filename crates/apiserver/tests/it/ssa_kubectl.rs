@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::support::kubectl;
 
-use kubectl::{Kubectl, have_kubectl, start};
+use kubectl::{Kubectl, setup};
 
 const DEPLOY: &str = "apiVersion: apps/v1
 kind: Deployment
@@ -43,11 +43,9 @@ async fn jsonpath(k: &Kubectl, what: &[&str], path: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_side_apply_ownership_with_kubectl() {
-    if !have_kubectl() {
+    let Some((dir, _srv, k)) = setup().await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let (_srv, k) = start(dir.path()).await;
+    };
     let f = k.write("dep.yaml", DEPLOY);
     let out = k.ok(&["apply", "--server-side", "-f", &f]).await;
     assert!(out.contains("serverside-applied"), "{out}");
@@ -246,11 +244,9 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_side_apply_merges_crd_list_maps_per_key() {
-    if !have_kubectl() {
+    let Some((_dir, _srv, k)) = setup().await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let (_srv, k) = start(dir.path()).await;
+    };
     let crd = k.write("crd.yaml", CRD);
     k.ok(&["apply", "--server-side", "-f", &crd]).await;
     let mut ready = false;

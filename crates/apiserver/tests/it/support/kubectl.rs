@@ -85,3 +85,14 @@ pub async fn start(dir: &Path) -> (ApiServer, Kubectl) {
 pub fn have_kubectl() -> bool {
     kubectl_bin().is_some()
 }
+
+/// A fresh in-process server and kubectl for it in a temporary directory; `None` (the test
+/// skips) when kubectl is missing outside CI.
+pub async fn setup() -> Option<(tempfile::TempDir, ApiServer, Kubectl)> {
+    if !have_kubectl() {
+        return None;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (srv, k) = start(dir.path()).await;
+    Some((dir, srv, k))
+}
