@@ -20,7 +20,11 @@ impl Kubectl {
     /// kubectl for `kubeconfig`, caching discovery next to it. `None` when kubectl is missing
     /// outside CI (the caller skips).
     pub fn new(kubeconfig: &Path) -> Option<Kubectl> {
-        let bin = crate::tools::kubectl()?;
+        Some(Kubectl::with_bin(&crate::tools::kubectl()?, kubeconfig))
+    }
+
+    /// kubectl `bin` (already found) for `kubeconfig`, caching discovery next to it.
+    pub fn with_bin(bin: &Path, kubeconfig: &Path) -> Kubectl {
         let cache = kubeconfig.parent().unwrap_or(Path::new(".")).join(format!(
             ".kubectl-cache-{}",
             kubeconfig
@@ -28,14 +32,16 @@ impl Kubectl {
                 .map(|f| f.to_string_lossy().into_owned())
                 .unwrap_or_default()
         ));
-        Some(Kubectl {
-            bin,
+        Kubectl {
+            bin: bin.to_path_buf(),
             kubeconfig: kubeconfig.to_path_buf(),
             cache,
-        })
+        }
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    /// The kubectl command with this instance's kubeconfig and cache, for callers that spawn it
+    /// themselves (a `get -w` read line by line).
+    pub fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.bin);
         c.arg("--kubeconfig")
             .arg(&self.kubeconfig)
@@ -78,6 +84,32 @@ impl Kubectl {
     pub fn apply(&self, yaml: &str) -> String {
         let args = ["apply", "-f", "-"];
         checked(&args, self.run_stdin(&args, yaml))
+    }
+
+    /// Runs kubectl with `stdin` as standard input, panics with both streams unless it succeeds,
+    /// returns stdout.
+    pub fn ok_stdin(&self, args: &[&str], stdin: &str) -> String {
+        checked(args, self.run_stdin(args, stdin))
+    }
+
+    /// `kubectl ARGS -o json`, parsed, panicking unless kubectl succeeds with JSON.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["-o", "json"]);
+        let out = self.ok(&all);
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("kubectl {all:?} printed no JSON ({e}): {out}"))
+    }
+
+    /// Runs kubectl expecting it to fail; returns its stderr (panics when it succeeds).
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} unexpectedly succeeded: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
     }
 
     /// `kubectl get ... -o json`, parsed; `None` when kubectl fails (e.g. NotFound).

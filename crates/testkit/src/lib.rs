@@ -1,15 +1,21 @@
 //! The one home of test support for every crate's integration tests: finding the oracle tools
 //! (with the CI rule), starting `fleet` processes, driving real kubectl, git fixtures and a git
-//! server, and waiting on conditions with a deadline instead of sleeping.
+//! server, an in-process server with a kube client, TLS clients with per-user certificates, and
+//! waiting on conditions with a deadline instead of sleeping.
 //!
 //! Used only as a dev-dependency. Panics are the point here: a failed setup fails the test.
 
 pub mod agent_env;
 pub mod controller;
+pub mod fs;
 pub mod git;
 pub mod githttp;
+#[cfg(feature = "server")]
+pub mod inproc;
 pub mod kubectl;
 pub mod process;
+#[cfg(feature = "server")]
+pub mod tls;
 pub mod tools;
 pub mod wait;
 

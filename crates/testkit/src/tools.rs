@@ -65,3 +65,39 @@ pub fn kustomize() -> Option<PathBuf> {
 pub fn git() -> Option<PathBuf> {
     find_tool("GIT", "git")
 }
+
+/// A python with the `kubernetes` client package (`$PYTHON`, default `python3`), for the tests
+/// that check the official Python client against the server. Missing: `None` after printing
+/// why, or a panic under `CI=true`.
+pub fn python_kubernetes() -> Option<PathBuf> {
+    let py = PathBuf::from(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into()));
+    let ok = std::process::Command::new(&py)
+        .args(["-c", "import kubernetes"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if ok {
+        return Some(py);
+    }
+    if in_ci() {
+        panic!("python3 with the `kubernetes` module is required under CI=true");
+    }
+    eprintln!(
+        "SKIP: python3 with the `kubernetes` module not found (run scripts/install-test-tools)"
+    );
+    None
+}
+
+/// `shared/data` beside the repository (public charts and examples, read at test time and never
+/// copied into the project). Absent: `None` after printing why, or a panic under `CI=true`.
+pub fn shared_data() -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
+    if p.is_dir() {
+        return Some(p);
+    }
+    if in_ci() {
+        panic!("{} is required under CI=true", p.display());
+    }
+    println!("skipping: {} is absent", p.display());
+    None
+}

@@ -1,0 +1,16 @@
+//! The `fleet` binary's integration tests, one test binary with a module per area.
+
+mod common;
+mod fleet_test_cmd;
+mod security_fleet_shape;
+mod server_bad_input;
+mod server_cli;
+mod server_concurrency;
+mod server_durability;
+mod server_kube_rs;
+mod server_kubectl;
+mod server_python;
+mod server_rbac;
+mod server_sa_tokens;
+mod server_simulate;
+mod template_cli;
