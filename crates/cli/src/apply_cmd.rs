@@ -335,7 +335,8 @@ mod tests {
         let mut child = std::process::Command::new(&bin)
             .args(["server", "--data-dir"])
             .arg(data.path())
-            .args(["--listen", "127.0.0.1:0"])
+            // The API only: this test installs the CRDs and checks `fleet apply`'s own writes.
+            .args(["--listen", "127.0.0.1:0", "--no-controllers"])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()

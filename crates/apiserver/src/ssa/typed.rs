@@ -160,6 +160,9 @@ fn walk_set(
                     node.member = true;
                 }
             }
+            // A field that owns nothing (an empty set or associative list, or a map of those)
+            // leaves a void node; it is no ownership and would encode as a member leaf `{}`.
+            out.children.retain(|_, c| !c.is_void());
         }
         Value::Array(items) if ty.list != ListKind::Atomic => match list_keys(items, &ty.list) {
             Ok(keys) => {
@@ -680,6 +683,20 @@ pub(super) mod tests {
             json!({".": {}, "f:containerPort": {}})
         );
         assert_eq!(fv["f:metadata"]["f:labels"]["f:app"], json!({}));
+    }
+
+    /// An empty set-like list owns nothing: no void node is left in the field set (found by
+    /// `removing_everything_owned_empties`; a void node would encode as a member leaf).
+    #[test]
+    fn empty_lists_leave_no_void_nodes() {
+        let info = deployment();
+        let ty = Ty::root(&info);
+        let v = json!({"metadata": {"finalizers": []}});
+        let s = to_set(&v, &ty, false).expect("lenient");
+        assert!(s.is_empty(), "{:?}", s.to_fields_v1());
+        let v = json!({"metadata": {"finalizers": [], "name": "x"}});
+        let s = to_set(&v, &ty, false).expect("lenient");
+        assert_eq!(s.to_fields_v1(), json!({"f:metadata": {"f:name": {}}}));
     }
 
     #[test]
