@@ -459,6 +459,41 @@ fn split_values(bd: &mut BundleDeployment) -> Option<BTreeMap<String, Vec<u8>>> 
     ]))
 }
 
+/// Writes a Secret holding Helm values (a Bundle's values or a BD's options) with server-side
+/// apply as the controller; callers write it only when the values hash changed.
+pub(crate) async fn apply_values_secret(
+    ctx: &Context,
+    ns: &str,
+    name: &str,
+    labels: Option<BTreeMap<String, String>>,
+    type_: &str,
+    data: BTreeMap<String, Vec<u8>>,
+) -> Result<Secret, kube::Error> {
+    let s = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(ns.to_string()),
+            labels,
+            ..Default::default()
+        },
+        type_: Some(type_.into()),
+        data: Some(
+            data.into_iter()
+                .map(|(k, v)| (k, k8s_openapi::ByteString(v)))
+                .collect(),
+        ),
+        ..Default::default()
+    };
+    ctx.metrics.write();
+    Api::<Secret>::namespaced(ctx.client.clone(), ns)
+        .patch(
+            name,
+            &PatchParams::apply("fleet-controller").force(),
+            &Patch::Apply(&s),
+        )
+        .await
+}
+
 /// Creates or updates one BD (its options Secret first, when its values changed).
 async fn write_bd(
     ctx: Arc<Context>,
@@ -472,31 +507,16 @@ async fn write_bd(
     if let Some(data) = secret
         && existing.as_ref().map(|e| &e.spec.values_hash) != Some(&want.spec.values_hash)
     {
-        let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
-        let s = Secret {
-            metadata: kube::api::ObjectMeta {
-                name: Some(name.clone()),
-                namespace: Some(ns.clone()),
-                labels: want.metadata.labels.clone(),
-                ..Default::default()
-            },
-            type_: Some(SECRET_TYPE_BUNDLE_DEPLOYMENT_OPTIONS.into()),
-            data: Some(
-                data.into_iter()
-                    .map(|(k, v)| (k, k8s_openapi::ByteString(v)))
-                    .collect(),
-            ),
-            ..Default::default()
-        };
-        ctx.metrics.write();
-        secrets
-            .patch(
-                &name,
-                &PatchParams::apply("fleet-controller").force(),
-                &Patch::Apply(&s),
-            )
-            .await
-            .map_err(kerr(format!("writing options secret {ns}/{name}")))?;
+        apply_values_secret(
+            &ctx,
+            &ns,
+            &name,
+            want.metadata.labels.clone(),
+            SECRET_TYPE_BUNDLE_DEPLOYMENT_OPTIONS,
+            data,
+        )
+        .await
+        .map_err(kerr(format!("writing options secret {ns}/{name}")))?;
     }
     ctx.metrics.write();
     match existing {

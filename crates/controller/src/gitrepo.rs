@@ -429,7 +429,6 @@ async fn build_and_apply(
     drop(tf);
     let (bundles, errors) = built;
     let bapi: Api<Bundle> = Api::namespaced(ctx.client.clone(), &ns);
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
     let mut produced = HashSet::new();
     for bb in bundles {
         let mut b = bb.bundle;
@@ -451,30 +450,16 @@ async fn build_and_apply(
             )));
         }
         if !data.is_empty() && cached.as_ref().map(|c| &c.spec.values_hash) != Some(&hash) {
-            let s = Secret {
-                metadata: kube::api::ObjectMeta {
-                    name: Some(bn.clone()),
-                    namespace: Some(ns.clone()),
-                    labels: b.metadata.labels.clone(),
-                    ..Default::default()
-                },
-                type_: Some(SECRET_TYPE_BUNDLE_VALUES.into()),
-                data: Some(
-                    data.into_iter()
-                        .map(|(k, v)| (k, k8s_openapi::ByteString(v)))
-                        .collect(),
-                ),
-                ..Default::default()
-            };
-            ctx.metrics.write();
-            secrets
-                .patch(
-                    &bn,
-                    &PatchParams::apply("fleet-controller").force(),
-                    &Patch::Apply(&s),
-                )
-                .await
-                .map_err(kerr(format!("writing values secret {ns}/{bn}")))?;
+            crate::bundle::apply_values_secret(
+                ctx,
+                &ns,
+                &bn,
+                b.metadata.labels.clone(),
+                SECRET_TYPE_BUNDLE_VALUES,
+                data,
+            )
+            .await
+            .map_err(kerr(format!("writing values secret {ns}/{bn}")))?;
         }
         match cached {
             Some(c) => {
