@@ -459,8 +459,11 @@ fn resolve_plain(v: &str) -> Value {
         {
             return Value::Float(i);
         }
+        // Out of range (`1e310`): Go's `strconv.ParseFloat` fails with ErrRange, so go-yaml keeps
+        // the text as a string where Rust would give infinity.
         if is_yaml_float(&plain)
             && let Ok(f) = plain.parse::<f64>()
+            && f.is_finite()
         {
             return Value::Float(f);
         }
@@ -495,6 +498,15 @@ fn parse_int_value(s: &str) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::value::map_of;
+
+    #[test]
+    fn out_of_range_floats_stay_strings() {
+        assert!(matches!(resolve_plain("1e310"), Value::String(_)));
+        assert!(matches!(resolve_plain("-1e310"), Value::String(_)));
+        assert!(matches!(resolve_plain("1e300"), Value::Float(_)));
+        let v = from_yaml("{1e310: null}").expect("parses");
+        assert_eq!(to_yaml(&v), "1e310: null\n");
+    }
 
     #[test]
     fn key_order() {
