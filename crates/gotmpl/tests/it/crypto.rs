@@ -11,20 +11,6 @@ fn render(text: &str) -> String {
     t.execute("x", &Value::Nil).expect("execute")
 }
 
-fn openssl() -> Option<&'static str> {
-    match Command::new("openssl").arg("version").output() {
-        Ok(o) if o.status.success() => Some("openssl"),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "openssl missing under CI"
-            );
-            println!("skipping openssl checks: openssl not found");
-            None
-        }
-    }
-}
-
 fn run(args: &[&str]) -> String {
     let o = Command::new("openssl")
         .args(args)
@@ -52,7 +38,7 @@ fn ca_and_signed_cert_verify() {
     assert!(parts[0].starts_with("-----BEGIN CERTIFICATE-----\n"));
     assert!(parts[1].starts_with("-----BEGIN RSA PRIVATE KEY-----\n"));
     assert!(parts[3].starts_with("-----BEGIN RSA PRIVATE KEY-----\n"));
-    if openssl().is_none() {
+    if fleet_testkit::tools::openssl().is_none() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("gotmpl-crypto-{}", std::process::id()));
@@ -111,7 +97,7 @@ fn private_keys_parse() {
         "{}",
         parts[1]
     );
-    if openssl().is_none() {
+    if fleet_testkit::tools::openssl().is_none() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("gotmpl-keys-{}", std::process::id()));

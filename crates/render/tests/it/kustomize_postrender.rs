@@ -98,26 +98,9 @@ fn empty_helm_output_leaves_kustomization_alone() {
     assert_eq!(objs[0]["metadata"]["name"], json!("only"));
 }
 
-fn kustomize_bin() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("FLEET_KUSTOMIZE_BIN") {
-        return Some(PathBuf::from(p)).filter(|p| p.is_file());
-    }
-    let tools = std::env::var("FLEET_TOOLS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools")
-        });
-    Some(tools.join("bin/kustomize")).filter(|p| p.is_file())
-}
-
 #[test]
 fn matches_real_kustomize_on_the_same_tree() {
-    let Some(bin) = kustomize_bin() else {
-        assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
-            "kustomize binary required under CI=true"
-        );
-        println!("SKIP: kustomize binary not found");
+    let Some(bin) = fleet_testkit::tools::kustomize() else {
         return;
     };
     // Lay out what Fleet's agent builds: bundle files, fleet-manifests.yaml, and the

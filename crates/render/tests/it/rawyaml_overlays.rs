@@ -6,10 +6,6 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
 fn read_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
@@ -144,13 +140,10 @@ fn bad_patch_names_the_file() {
 
 #[test]
 fn shared_multi_cluster_manifests_example() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/fleet-examples/multi-cluster/manifests");
-    if !dir.is_dir() {
-        assert!(!ci(), "../shared/data missing under CI=true");
-        println!("SKIP: {} not present", dir.display());
+    let Some(shared) = fleet_testkit::tools::shared_data() else {
         return;
-    }
+    };
+    let dir = shared.join("fleet-examples/multi-cluster/manifests");
     let files = read_tree(&dir);
     // prod: servicelb + scale3
     let chart = rawyaml::prepare(&files, &["servicelb".into(), "scale3".into()]).expect("prod");

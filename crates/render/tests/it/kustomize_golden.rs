@@ -8,6 +8,7 @@
 //! - `bad_kustomizations_name_file_and_field`: error cases must fail, naming file and field.
 
 use fleet_render::kustomize;
+use fleet_testkit::tools::{self, skip};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -17,36 +18,6 @@ fn crate_dir() -> PathBuf {
 
 fn testdata() -> PathBuf {
     crate_dir().join("testdata/kustomize")
-}
-
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-fn skip(msg: &str) {
-    assert!(!ci(), "required under CI=true: {msg}");
-    println!("SKIP: {msg}");
-}
-
-/// The real kustomize: FLEET_KUSTOMIZE_BIN, else $FLEET_TOOLS_DIR/bin, else ~/.cache/fleet-tools/bin, else PATH.
-fn kustomize_bin() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("FLEET_KUSTOMIZE_BIN") {
-        return Some(PathBuf::from(p)).filter(|p| p.is_file());
-    }
-    let tools = std::env::var("FLEET_TOOLS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools")
-        });
-    let p = tools.join("bin/kustomize");
-    if p.is_file() {
-        return Some(p);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("kustomize"))
-            .find(|p| p.is_file())
-    })
 }
 
 fn real_build(bin: &Path, dir: &Path) -> Result<String, String> {
@@ -111,7 +82,7 @@ fn corpus_matches_goldens() {
 
 #[test]
 fn corpus_matches_real_binary() {
-    let Some(bin) = kustomize_bin() else {
+    let Some(bin) = tools::kustomize() else {
         return skip("kustomize binary not found (run scripts/install-test-tools)");
     };
     for case in cases() {
@@ -144,11 +115,10 @@ fn kustomization_dirs(root: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn shared_data_matches_real_binary() {
-    let shared = crate_dir().join("../../../shared/data");
-    if !shared.is_dir() {
-        return skip("../shared/data not present");
-    }
-    let Some(bin) = kustomize_bin() else {
+    let Some(shared) = tools::shared_data() else {
+        return;
+    };
+    let Some(bin) = tools::kustomize() else {
         return skip("kustomize binary not found (run scripts/install-test-tools)");
     };
     let mut dirs = Vec::new();
@@ -194,7 +164,7 @@ fn bad_kustomizations_name_file_and_field() {
         .collect();
     names.sort();
     assert!(names.len() >= 10);
-    let bin = kustomize_bin();
+    let bin = tools::kustomize();
     for case in names {
         let build_dir = match std::fs::read_to_string(case.join("build-dir")) {
             Ok(sub) => case.join(sub.trim()),

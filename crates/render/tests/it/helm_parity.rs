@@ -1,11 +1,10 @@
 //! Parity with the real `helm template` (v3.6.2) on every chart in `../shared/data/charts` and
 //! every Helm example in `../shared/data/fleet-examples`: byte-identical output required.
 
-mod helm_support;
-
 use std::path::{Path, PathBuf};
 
-use helm_support::*;
+use crate::helm_support::*;
+use fleet_testkit::tools;
 
 fn chart_dirs(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -37,12 +36,10 @@ fn chart_dirs(root: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn shared_charts_render_like_helm() {
-    let data = shared_data();
-    if !data.is_dir() {
-        skip(&format!("{} is absent", data.display()));
+    let Some(data) = tools::shared_data() else {
         return;
-    }
-    let Some(helm) = helm_bin() else {
+    };
+    let Some(helm) = tools::helm() else {
         skip("helm binary not found (run scripts/install-test-tools)");
         return;
     };

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
+use fleet_testkit::tools;
 use gotmpl::{MissingKey, Object, Templates, Value, helm, map_of};
 
 fn s(x: &str) -> Value {
@@ -15,37 +16,7 @@ fn s(x: &str) -> Value {
 }
 
 fn shared_charts() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/charts");
-    if p.is_dir() {
-        return Some(p);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "shared chart data missing under CI"
-    );
-    println!("skipping: {} not found", p.display());
-    None
-}
-
-fn helm_bin() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("FLEET_HELM_BIN") {
-        return Some(PathBuf::from(p));
-    }
-    let dir = std::env::var("FLEET_TOOLS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools")
-        });
-    let p = dir.join("bin/helm");
-    if p.is_file() {
-        return Some(p);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "helm missing under CI"
-    );
-    println!("skipping helm comparison: helm not found");
-    None
+    tools::shared_data().map(|d| d.join("charts"))
 }
 
 /// A minimal `.Files` (Get/Glob) over the chart directory, enough for the charts used here.
@@ -233,7 +204,7 @@ fn docs(text: &str) -> Vec<String> {
 #[test]
 fn real_charts_render_like_helm() {
     let Some(root) = shared_charts() else { return };
-    let helm = helm_bin();
+    let helm = tools::helm();
     let mut charts: Vec<PathBuf> = std::fs::read_dir(&root)
         .expect("charts")
         .flatten()

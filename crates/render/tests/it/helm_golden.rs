@@ -3,9 +3,8 @@
 //! scripts/regen-helm-goldens). Success cases must match stdout byte for byte; failing cases
 //! must fail with the same first line of stderr (which names the template and line).
 
-mod helm_support;
-
-use helm_support::*;
+use crate::helm_support::*;
+use fleet_testkit::tools;
 
 struct Case {
     name: String,
@@ -104,7 +103,7 @@ fn corpus_matches_helm_goldens() {
 /// gives the committed text (guards against stale goldens).
 #[test]
 fn goldens_are_fresh() {
-    let Some(helm) = helm_bin() else {
+    let Some(helm) = tools::helm() else {
         skip("helm binary not found (run scripts/install-test-tools)");
         return;
     };

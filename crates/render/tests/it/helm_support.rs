@@ -7,44 +7,7 @@ use std::path::{Path, PathBuf};
 
 use fleet_render::helm::{TemplateOptions, ValueOptions};
 
-/// Whether a missing oracle or data set must fail the test (CI) rather than skip it.
-pub fn ci() -> bool {
-    std::env::var("CI").map(|v| v == "true").unwrap_or(false)
-}
-
-/// Skips (prints why) or, under `CI=true`, fails.
-pub fn skip(why: &str) {
-    if ci() {
-        panic!("CI=true but {why}");
-    }
-    eprintln!("SKIP: {why}");
-}
-
-/// The real helm v3.6.2 binary, if installed.
-pub fn helm_bin() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("FLEET_HELM_BIN") {
-        return Some(PathBuf::from(p));
-    }
-    let tools = std::env::var("FLEET_TOOLS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/fleet-tools")
-        });
-    let p = tools.join("bin/helm");
-    if p.is_file() {
-        return Some(p);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("helm"))
-            .find(|p| p.is_file())
-    })
-}
-
-/// `../shared/data` relative to the repository root.
-pub fn shared_data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data")
-}
+pub use fleet_testkit::tools::skip;
 
 /// This crate's Helm test data.
 pub fn testdata() -> PathBuf {
