@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 /// Reads `v` as `kind` and writes it back (both must succeed).
-fn round_trip(kind: &str, v: Value) -> Result<Value, String> {
+pub(crate) fn round_trip(kind: &str, v: Value) -> Result<Value, String> {
     fn rt<T: DeserializeOwned + Serialize>(v: Value) -> Result<Value, String> {
         let t: T = serde_json::from_value(v).map_err(|e| e.to_string())?;
         serde_json::to_value(&t).map_err(|e| e.to_string())
