@@ -30,7 +30,7 @@ fn generated_crds_match_the_golden_file() {
             .lines()
             .zip(want.lines())
             .position(|(a, b)| a != b)
-            .map_or_else(|| got.lines().count().min(want.lines().count()), |i| i);
+            .unwrap_or_else(|| got.lines().count().min(want.lines().count()));
         panic!(
             "generated CRDs differ from {} at line {}:\n  got:  {:?}\n  want: {:?}",
             path.display(),
