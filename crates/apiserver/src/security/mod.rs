@@ -3,7 +3,7 @@
 
 pub mod auth;
 pub mod pki;
-pub(crate) mod policy;
+pub mod policy;
 pub mod rbac;
 pub mod satoken;
 pub mod service_accounts;

@@ -5,7 +5,6 @@
 use fleet_render::kustomize::{self, yamlin};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::Command;
 
 const HELM_OUTPUT: &str = "---
