@@ -1,40 +1,33 @@
 //! A Kubernetes-compatible API server: storage, REST, watch, discovery, CRDs. Knows nothing of Fleet.
+//!
+//! Layers, lowest first; a module only imports from its own layer or those below it (see
+//! `ARCHITECTURE.md`):
+//!
+//! 1. [`storage`]: the store, the resource table (built-ins and CRDs), object metadata, errors.
+//! 2. [`security`]: authentication, PKI, RBAC evaluation, service-account tokens, the live policy.
+//! 3. [`state`]: the [`ApiServer`] handle the layers above work through.
+//! 4. [`write`]: the write path (create/update/delete with per-kind strategies, server-side apply).
+//! 5. [`controllers`]: background work (garbage collection and namespaces, RBAC policy,
+//!    service accounts, the workload simulator).
+//! 6. [`http`]: routing, handlers, watch, discovery, OpenAPI, authorization middleware, TLS serving.
+//! 7. [`app`] and [`server`]: assembly.
+
 pub mod app;
-pub mod auth;
-pub mod authn_reviews;
-pub mod authz;
-pub mod builtin;
-pub mod crd;
-pub mod discovery;
-pub mod errors;
-pub mod gc;
-pub mod handlers;
-pub mod impersonate;
-pub mod kinds;
-pub mod limits;
-pub mod objects;
-pub mod openapi;
-pub mod ops;
-pub mod patch;
-pub mod pki;
-pub mod printers;
-pub mod protobuf;
-pub mod rbac;
-pub mod registry;
-pub mod request;
-pub mod reviews;
-pub mod satoken;
-pub mod selectors;
-pub mod serve;
+pub(crate) mod controllers;
+pub(crate) mod http;
+pub mod security;
 pub mod server;
-pub mod serviceaccount;
-pub mod simulator;
-pub mod ssa;
-pub mod store;
-pub mod table;
-pub mod validation;
-pub mod watch;
+pub(crate) mod state;
+pub mod storage;
+pub(crate) mod write;
 
 pub use app::{ApiServer, ApiServerConfig, Error};
 pub use server::{Server, ServerConfig, ServerHandle, StartError};
-pub use store::StoreSync;
+pub use storage::store::StoreSync;
+
+// The paths other crates use, kept where they were before the layering.
+pub use http::serve;
+pub use security::service_accounts as serviceaccount;
+pub use security::{auth, pki, rbac, satoken};
+pub use storage::{builtin, registry, store};
+pub use write::ssa;

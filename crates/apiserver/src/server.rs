@@ -16,10 +16,10 @@ use axum::Router;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{ApiServer, ApiServerConfig};
-use crate::auth::{Authenticator, UserInfo};
-use crate::pki::{self, Pki, PkiError};
-use crate::serve::{self, ServeOptions};
-use crate::store::{RETENTION, StoreConfig, StoreSync};
+use crate::http::serve::{self, ServeOptions};
+use crate::security::auth::{Authenticator, UserInfo};
+use crate::security::pki::{self, Pki, PkiError};
+use crate::storage::store::{RETENTION, StoreConfig, StoreSync};
 
 /// The SQLite file inside the data directory.
 pub const STORE_FILE: &str = "store.db";
@@ -40,7 +40,7 @@ pub struct ServerConfig {
     pub store_retention: Duration,
     /// How long shutdown waits for in-flight requests (watches are ended at once).
     pub drain_timeout: Duration,
-    /// Set workload status as a healthy cluster would, kwok-style (see [`crate::simulator`]).
+    /// Set workload status as a healthy cluster would, kwok-style (see [`crate::controllers::simulator`]).
     pub simulate_workloads: bool,
 }
 
@@ -100,7 +100,7 @@ pub enum StartError {
         /// The data directory, or "memory".
         place: String,
         /// The underlying error.
-        source: crate::app::Error,
+        source: crate::state::Error,
     },
     /// Creating the temporary directory of an in-memory server failed.
     #[error("creating a temporary directory: {0}")]

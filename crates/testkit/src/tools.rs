@@ -19,6 +19,15 @@ pub fn tools_bin_dir() -> PathBuf {
         .join("bin")
 }
 
+/// Skips a test (prints why) or, under `CI=true`, fails it: for a missing oracle or data set
+/// the caller found some other way.
+pub fn skip(why: &str) {
+    if in_ci() {
+        panic!("CI=true but {why}");
+    }
+    eprintln!("SKIP: {why}");
+}
+
 /// Finds a tool: `$ENV_VAR`, then the tools directory, then PATH. Missing: `None` after printing
 /// why (the test skips), or a panic under `CI=true`.
 pub fn find_tool(env_var: &str, name: &str) -> Option<PathBuf> {
@@ -59,6 +68,11 @@ pub fn helm() -> Option<PathBuf> {
 /// Real kustomize v4.5.4 (`$FLEET_KUSTOMIZE_BIN`).
 pub fn kustomize() -> Option<PathBuf> {
     find_tool("FLEET_KUSTOMIZE_BIN", "kustomize")
+}
+
+/// Real openssl (`$OPENSSL`), to check generated certificates and keys.
+pub fn openssl() -> Option<PathBuf> {
+    find_tool("OPENSSL", "openssl")
 }
 
 /// Real git (`$GIT`).

@@ -2,6 +2,7 @@
 
 mod authz_kubectl;
 mod authz_rest;
+mod layers;
 mod rbac_kube_details;
 mod rbac_prop;
 mod rbac_satoken;

@@ -1,0 +1,188 @@
+//! Bearer-token authentication of service-account JWTs against live objects.
+//!
+//! Why a separate layer over [`crate::security::satoken`]: that module is pure (signing, claim
+//! checks); everything here needs the store, because a token is only as good as the
+//! ServiceAccount (and Secret or Pod) it names: deleting or recreating any of them revokes it at
+//! once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use parking_lot::Mutex;
+
+use crate::security::auth::{TokenVerifier, UserInfo};
+use crate::security::satoken::{SigningKey, Verified, VerifyOptions};
+use crate::security::service_accounts::{SA_NAME_ANNOTATION, ServiceAccountConfig};
+use crate::state::{ApiServer, head};
+
+const CACHE_TTL: Duration = Duration::from_secs(60);
+const CACHE_MAX: usize = 4096;
+
+/// Authenticates service-account bearer tokens for [`crate::security::auth::Authenticator`].
+///
+/// Signature checks are cached briefly (by token); the live-object checks (ServiceAccount uid,
+/// Secret, Pod) run against the store on every request, so a deletion revokes immediately.
+pub struct ServiceAccountAuthenticator {
+    srv: ApiServer,
+    cache: Mutex<HashMap<String, (Arc<Verified>, Instant)>>,
+}
+
+impl std::fmt::Debug for ServiceAccountAuthenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceAccountAuthenticator")
+            .finish_non_exhaustive()
+    }
+}
+
+fn now_seconds() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+impl ServiceAccountAuthenticator {
+    /// An authenticator for `srv`'s tokens.
+    pub fn new(srv: ApiServer) -> ServiceAccountAuthenticator {
+        ServiceAccountAuthenticator {
+            srv,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn verified(&self, token: &str, audiences: &[String]) -> Result<Arc<Verified>, String> {
+        let sa = &self.srv.inner.sa;
+        let now = now_seconds();
+        let default_auds = audiences == sa.cfg.api_audiences.as_slice();
+        if default_auds
+            && let Some((v, at)) = self.cache.lock().get(token).cloned()
+            && at.elapsed() < CACHE_TTL
+        {
+            if v.claims.exp.is_some_and(|exp| now >= exp) {
+                return Err("token has expired".into());
+            }
+            return Ok(v);
+        }
+        let v = sa
+            .key
+            .verify(
+                token,
+                &VerifyOptions {
+                    issuer: sa.cfg.issuer.clone(),
+                    audiences: audiences.to_vec(),
+                    accept_legacy: true,
+                    now,
+                },
+            )
+            .map_err(|e| e.to_string())?;
+        let v = Arc::new(v);
+        if default_auds {
+            let mut cache = self.cache.lock();
+            if cache.len() >= CACHE_MAX {
+                cache.retain(|_, (_, at)| at.elapsed() < CACHE_TTL);
+                if cache.len() >= CACHE_MAX {
+                    cache.clear();
+                }
+            }
+            cache.insert(token.to_string(), (v.clone(), Instant::now()));
+        }
+        Ok(v)
+    }
+
+    /// The live-object checks kube-apiserver's service-account validators make.
+    fn check_live(&self, v: &Verified, token: &str) -> Result<(), String> {
+        let srv = &self.srv;
+        let ns = v.namespace.as_str();
+        if let Some((secret_name, None)) = &v.secret {
+            // Legacy token: the Secret must exist, name the account and hold this very token.
+            let s = head(srv, "secrets", ns, secret_name)
+                .ok_or_else(|| format!("secret {ns}/{secret_name} not found"))?;
+            if s.deleting() {
+                return Err(format!("secret {ns}/{secret_name} is being deleted"));
+            }
+            if s.annotation(SA_NAME_ANNOTATION) != Some(v.service_account.as_str()) {
+                return Err(format!(
+                    "secret {ns}/{secret_name} does not reference service account {}",
+                    v.service_account
+                ));
+            }
+            let stored = s
+                .data
+                .as_ref()
+                .and_then(|d| d.get("token"))
+                .map(String::as_str)
+                .unwrap_or("");
+            let presented = base64::engine::general_purpose::STANDARD.encode(token);
+            if stored != presented {
+                return Err("token does not match the server's copy".into());
+            }
+        }
+        let sa = head(srv, "serviceaccounts", ns, &v.service_account)
+            .ok_or_else(|| format!("service account {ns}/{} not found", v.service_account))?;
+        if sa.metadata.uid != v.service_account_uid {
+            return Err(format!(
+                "service account {ns}/{} has been recreated (uid mismatch)",
+                v.service_account
+            ));
+        }
+        if sa.deleting() {
+            return Err(format!(
+                "service account {ns}/{} is being deleted",
+                v.service_account
+            ));
+        }
+        if let Some(k) = &v.claims.kubernetes {
+            for (plural, r) in [("secrets", &k.secret), ("pods", &k.pod)] {
+                let Some(r) = r else { continue };
+                let o = head(srv, plural, ns, &r.name)
+                    .ok_or_else(|| format!("bound object {plural} {ns}/{} not found", r.name))?;
+                if o.metadata.uid != r.uid {
+                    return Err(format!(
+                        "bound object {plural} {ns}/{} has been recreated (uid mismatch)",
+                        r.name
+                    ));
+                }
+                if o.deleting() {
+                    return Err(format!(
+                        "bound object {plural} {ns}/{} is being deleted",
+                        r.name
+                    ));
+                }
+            }
+            if let Some(r) = &k.node {
+                let o = head(srv, "nodes", "", &r.name)
+                    .ok_or_else(|| format!("bound node {} not found", r.name))?;
+                if !r.uid.is_empty() && o.metadata.uid != r.uid {
+                    return Err(format!("bound node {} has been recreated", r.name));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl TokenVerifier for ServiceAccountAuthenticator {
+    fn verify_token(&self, token: &str, audiences: Option<&[String]>) -> Result<UserInfo, String> {
+        let audiences = audiences.unwrap_or(&self.srv.inner.sa.cfg.api_audiences);
+        let v = self.verified(token, audiences)?;
+        self.check_live(&v, token)?;
+        Ok(v.user())
+    }
+}
+
+impl ApiServer {
+    /// The bearer-token verifier for this server's service-account tokens, to hand to
+    /// [`crate::security::auth::Authenticator::with_verifier`].
+    pub fn service_account_authenticator(&self) -> Arc<dyn TokenVerifier> {
+        Arc::new(ServiceAccountAuthenticator::new(self.clone()))
+    }
+
+    /// The key service-account tokens are signed with (tools and tests sign tokens with it).
+    pub fn service_account_key(&self) -> &SigningKey {
+        &self.inner.sa.key
+    }
+
+    /// The service-account settings in force (issuer, audiences).
+    pub fn service_account_config(&self) -> &ServiceAccountConfig {
+        &self.inner.sa.cfg
+    }
+}

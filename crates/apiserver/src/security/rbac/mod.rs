@@ -1,0 +1,1108 @@
+//! RBAC authorization with Kubernetes semantics (`rbac.authorization.k8s.io/v1`).
+//!
+//! [`Authorizer`] keeps an in-memory copy of every Role, ClusterRole, RoleBinding and
+//! ClusterRoleBinding, fed by [`Authorizer::apply`] / [`Authorizer::remove`] from the store's watch
+//! events, and indexed by subject so that a request's decision costs a few hash lookups for the
+//! user's name and groups, never a scan of all bindings. It knows nothing of the store or HTTP:
+//! the REST layer turns a request into [`Attributes`] and a Status from a [`Decision`].
+//!
+//! Steps 1-3 below are wired into request handling by `controllers::rbac_policy`,
+//! `http::authorize` and `write::rbac_escalation` (plus `http::impersonate` and
+//! `http::reviews`). The plan:
+//! 1. `ApiServer` holds the authorizer behind a lock; on first start it creates
+//!    [`bootstrap_objects`], then lists and watches roles, clusterroles, rolebindings and
+//!    clusterrolebindings, feeding added/modified events to `apply` and deleted ones to `remove`.
+//! 2. After authentication every request becomes [`Attributes`] (GET one → `get`, GET collection →
+//!    `list`, `?watch` → `watch`, POST → `create`, PUT → `update`, PATCH → `patch`, DELETE one →
+//!    `delete`, DELETE collection → `deletecollection`; non-resource paths → lower-cased method +
+//!    path); a denial is a 403 Status with reason `Forbidden` and `Attributes::forbidden_message`.
+//! 3. Writes of RBAC objects call [`validate`] (422) and then `check_role_write` /
+//!    `check_binding_write` (403 naming the missing rules).
+//! 4. `auth.rs` sends three-part bearer tokens to `satoken::SigningKey::authenticate` (uid lookups
+//!    through the store) before the static admin token; `serviceaccounts/NAME/token` answers with
+//!    `satoken::token_request_status`; Secrets of type `kubernetes.io/service-account-token` get
+//!    `data.token` from `sign_legacy`.
+
+mod bootstrap;
+mod rule;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use bootstrap::bootstrap_objects;
+pub use rule::{ALL, PolicyRule, uncovered};
+
+use crate::security::auth::UserInfo;
+use crate::storage::selectors::{LabelReq, LabelSelector};
+
+/// The RBAC API group.
+pub const GROUP: &str = "rbac.authorization.k8s.io";
+/// Members of this group are allowed everything, whatever the bindings say (as kube-apiserver).
+pub const MASTERS_GROUP: &str = "system:masters";
+/// The user-name prefix of service accounts: `system:serviceaccount:NS:NAME`.
+pub const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
+
+/// The user name a service account authenticates as.
+pub fn service_account_user(namespace: &str, name: &str) -> String {
+    format!("{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}")
+}
+
+/// What a request wants to do, as kube-apiserver's `authorizer.Attributes` (minus the user,
+/// which is passed separately so one `Attributes` can be checked for several users).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Attributes {
+    /// The verb: `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
+    /// `deletecollection`, or a special verb (`bind`, `escalate`, `impersonate`, `use`); for
+    /// non-resource requests the lower-cased HTTP method (`get`, `post`, ...).
+    pub verb: String,
+    /// The API group (`""` for the core group). Empty for non-resource requests.
+    pub api_group: String,
+    /// The resource (plural), e.g. `bundledeployments`. Empty means a non-resource request.
+    pub resource: String,
+    /// The subresource, e.g. `status`, or empty.
+    pub subresource: String,
+    /// The namespace, or empty for cluster-scoped resources and cluster-wide lists.
+    pub namespace: String,
+    /// The object name, or empty for lists and creates without a name.
+    pub name: String,
+    /// The URL path of a non-resource request (`/healthz`).
+    pub path: String,
+}
+
+impl Attributes {
+    /// A resource request.
+    pub fn resource(verb: &str, api_group: &str, resource: &str) -> Attributes {
+        Attributes {
+            verb: verb.into(),
+            api_group: api_group.into(),
+            resource: resource.into(),
+            ..Default::default()
+        }
+    }
+
+    /// A non-resource request for `path`.
+    pub fn non_resource(verb: &str, path: &str) -> Attributes {
+        Attributes {
+            verb: verb.into(),
+            path: path.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Sets the subresource.
+    pub fn subresource(mut self, subresource: &str) -> Attributes {
+        self.subresource = subresource.into();
+        self
+    }
+
+    /// Sets the namespace.
+    pub fn namespace(mut self, namespace: &str) -> Attributes {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// Sets the object name.
+    pub fn name(mut self, name: &str) -> Attributes {
+        self.name = name.into();
+        self
+    }
+
+    /// Whether this is a request for an API resource (rather than a URL like `/healthz`).
+    pub fn is_resource_request(&self) -> bool {
+        !self.resource.is_empty()
+    }
+
+    /// kube-apiserver's forbidden message (`User "u" cannot get resource "pods" in API group ""
+    /// in the namespace "default"`), for the 403 Status body.
+    pub fn forbidden_message(&self, user: &str) -> String {
+        if !self.is_resource_request() {
+            return format!("User {user:?} cannot {} path {:?}", self.verb, self.path);
+        }
+        let resource = if self.subresource.is_empty() {
+            format!("resource {:?}", self.resource)
+        } else {
+            format!("resource \"{}/{}\"", self.resource, self.subresource)
+        };
+        let scope = if self.namespace.is_empty() {
+            "at the cluster scope".to_string()
+        } else {
+            format!("in the namespace {:?}", self.namespace)
+        };
+        format!(
+            "User {user:?} cannot {} {resource} in API group {:?} {scope}",
+            self.verb, self.api_group
+        )
+    }
+}
+
+/// The outcome of an authorization check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// Whether the request may proceed.
+    pub allowed: bool,
+    /// Why: which binding and role allowed it, or why it was denied (for audit and 403 bodies).
+    pub reason: String,
+}
+
+impl Decision {
+    fn allow(reason: String) -> Decision {
+        Decision {
+            allowed: true,
+            reason,
+        }
+    }
+
+    fn deny(reason: String) -> Decision {
+        Decision {
+            allowed: false,
+            reason,
+        }
+    }
+}
+
+/// A Role/ClusterRole/binding object that could not be read, naming the object and field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} {name:?}: {field}: {message}")]
+pub struct RbacError {
+    /// The object's kind.
+    pub kind: String,
+    /// The object's `namespace/name` (or name).
+    pub name: String,
+    /// The JSON path of the offending field.
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+/// The four RBAC kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Namespaced rules.
+    Role,
+    /// Cluster-wide rules (or an aggregation of other ClusterRoles).
+    ClusterRole,
+    /// Grants a Role or ClusterRole within one namespace.
+    RoleBinding,
+    /// Grants a ClusterRole everywhere.
+    ClusterRoleBinding,
+}
+
+impl Kind {
+    /// Parses a `kind` field.
+    pub fn parse(kind: &str) -> Option<Kind> {
+        match kind {
+            "Role" => Some(Kind::Role),
+            "ClusterRole" => Some(Kind::ClusterRole),
+            "RoleBinding" => Some(Kind::RoleBinding),
+            "ClusterRoleBinding" => Some(Kind::ClusterRoleBinding),
+            _ => None,
+        }
+    }
+
+    /// The `kind` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Role => "Role",
+            Kind::ClusterRole => "ClusterRole",
+            Kind::RoleBinding => "RoleBinding",
+            Kind::ClusterRoleBinding => "ClusterRoleBinding",
+        }
+    }
+
+    /// The REST resource name (`roles`, ...), as used in `bind`/`escalate` checks.
+    pub fn resource(self) -> &'static str {
+        match self {
+            Kind::Role => "roles",
+            Kind::ClusterRole => "clusterroles",
+            Kind::RoleBinding => "rolebindings",
+            Kind::ClusterRoleBinding => "clusterrolebindings",
+        }
+    }
+
+    fn namespaced(self) -> bool {
+        matches!(self, Kind::Role | Kind::RoleBinding)
+    }
+}
+
+/// A binding's subject in the form requests are matched by: service accounts become their user
+/// names, so one user index serves both.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Subject {
+    User(String),
+    Group(String),
+}
+
+/// A borrowed [`Subject`], handed to index visitors without allocating.
+#[derive(Clone, Copy, Debug)]
+enum SubjectRef<'a> {
+    User(&'a str),
+    Group(&'a str),
+}
+
+impl SubjectRef<'_> {
+    fn describe(self) -> String {
+        match self {
+            SubjectRef::User(u) => format!("User {u:?}"),
+            SubjectRef::Group(g) => format!("Group {g:?}"),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Binding {
+    /// `Role` or `ClusterRole`.
+    role_kind: Kind,
+    role_name: String,
+    subjects: Vec<Subject>,
+}
+
+#[derive(Clone, Debug)]
+struct ClusterRoleEntry {
+    labels: BTreeMap<String, String>,
+    rules: Arc<[PolicyRule]>,
+    /// `aggregationRule.clusterRoleSelectors`; a match on any selector aggregates that role.
+    aggregation: Option<Vec<LabelSelector>>,
+    /// The rules in force: `rules`, or for aggregated roles the union of the selected roles'.
+    effective: Arc<[PolicyRule]>,
+}
+
+/// Binding names per subject, split by subject kind so lookups borrow `&str` without allocating.
+#[derive(Clone, Debug, Default)]
+struct SubjectIndex {
+    users: HashMap<String, BTreeSet<String>>,
+    groups: HashMap<String, BTreeSet<String>>,
+}
+
+impl SubjectIndex {
+    fn insert(&mut self, subject: &Subject, binding: &str) {
+        let (map, key) = match subject {
+            Subject::User(u) => (&mut self.users, u),
+            Subject::Group(g) => (&mut self.groups, g),
+        };
+        map.entry(key.clone())
+            .or_default()
+            .insert(binding.to_string());
+    }
+
+    fn remove(&mut self, subject: &Subject, binding: &str) {
+        let (map, key) = match subject {
+            Subject::User(u) => (&mut self.users, u),
+            Subject::Group(g) => (&mut self.groups, g),
+        };
+        if let Some(set) = map.get_mut(key) {
+            set.remove(binding);
+            if set.is_empty() {
+                map.remove(key);
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.users.is_empty() && self.groups.is_empty()
+    }
+
+    /// Calls `f(binding name, matched subject)` for every binding naming the user or a group;
+    /// stops early when `f` returns true.
+    fn visit<'u>(
+        &self,
+        user: &'u UserInfo,
+        mut f: impl FnMut(&str, SubjectRef<'u>) -> bool,
+    ) -> bool {
+        if let Some(names) = self.users.get(user.name.as_str()) {
+            for n in names {
+                if f(n, SubjectRef::User(&user.name)) {
+                    return true;
+                }
+            }
+        }
+        for g in &user.groups {
+            if let Some(names) = self.groups.get(g.as_str()) {
+                for n in names {
+                    if f(n, SubjectRef::Group(g)) {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+}
+
+/// The in-memory RBAC policy and its subject index. Wrap it in a lock in the server: reads
+/// (`authorize`) are frequent and cheap, writes (`apply`/`remove`) come from watch events.
+#[derive(Clone, Debug, Default)]
+pub struct Authorizer {
+    roles: HashMap<String, HashMap<String, Arc<[PolicyRule]>>>,
+    cluster_roles: HashMap<String, ClusterRoleEntry>,
+    role_bindings: HashMap<String, HashMap<String, Binding>>,
+    cluster_role_bindings: HashMap<String, Binding>,
+    cluster_index: SubjectIndex,
+    namespace_index: HashMap<String, SubjectIndex>,
+}
+
+/// Reads an RBAC object into its parts, validating as kube-apiserver does.
+struct Parsed {
+    kind: Kind,
+    namespace: String,
+    name: String,
+    body: ParsedBody,
+}
+
+enum ParsedBody {
+    Role(Arc<[PolicyRule]>),
+    ClusterRole(ClusterRoleEntry),
+    Binding(Binding),
+}
+
+fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn parse(obj: &Value) -> Result<Parsed, RbacError> {
+    let kind_str = str_field(obj, "kind").unwrap_or("");
+    let meta = obj.get("metadata");
+    let name = meta.and_then(|m| str_field(m, "name")).unwrap_or("");
+    let namespace = meta.and_then(|m| str_field(m, "namespace")).unwrap_or("");
+    let err = |field: &str, message: String| RbacError {
+        kind: if kind_str.is_empty() {
+            "object".into()
+        } else {
+            kind_str.into()
+        },
+        name: if namespace.is_empty() {
+            name.into()
+        } else {
+            format!("{namespace}/{name}")
+        },
+        field: field.into(),
+        message,
+    };
+    let Some(kind) = Kind::parse(kind_str) else {
+        return Err(err(
+            "kind",
+            format!(
+                "not an RBAC kind (want Role, ClusterRole, RoleBinding or ClusterRoleBinding), got {kind_str:?}"
+            ),
+        ));
+    };
+    if let Some(api_version) = str_field(obj, "apiVersion")
+        && api_version.split('/').next() != Some(GROUP)
+    {
+        return Err(err(
+            "apiVersion",
+            format!("want {GROUP}/v1, got {api_version:?}"),
+        ));
+    }
+    if name.is_empty() {
+        return Err(err("metadata.name", "Required value".into()));
+    }
+    if kind.namespaced() && namespace.is_empty() {
+        return Err(err("metadata.namespace", "Required value".into()));
+    }
+    let namespace = if kind.namespaced() { namespace } else { "" };
+    let rules = || -> Result<Arc<[PolicyRule]>, RbacError> {
+        let Some(raw) = obj.get("rules") else {
+            return Ok(Arc::from(Vec::new()));
+        };
+        if raw.is_null() {
+            return Ok(Arc::from(Vec::new()));
+        }
+        let Some(items) = raw.as_array() else {
+            return Err(err("rules", "must be a list".into()));
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let rule: PolicyRule = serde_json::from_value(item.clone())
+                .map_err(|e| err(&format!("rules[{i}]"), e.to_string()))?;
+            rule.validate(kind.namespaced())
+                .map_err(|m| match m.split_once(": ") {
+                    Some((f, rest)) => err(&format!("rules[{i}].{f}"), rest.to_string()),
+                    None => err(&format!("rules[{i}]"), m),
+                })?;
+            out.push(rule);
+        }
+        Ok(Arc::from(out))
+    };
+    let body = match kind {
+        Kind::Role => ParsedBody::Role(rules()?),
+        Kind::ClusterRole => {
+            let labels = meta
+                .and_then(|m| m.get("labels"))
+                .and_then(Value::as_object)
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let aggregation = match obj.get("aggregationRule") {
+                None | Some(Value::Null) => None,
+                Some(agg) => {
+                    let sels = match agg.get("clusterRoleSelectors") {
+                        None | Some(Value::Null) => Vec::new(),
+                        Some(Value::Array(a)) => a.clone(),
+                        Some(_) => {
+                            return Err(err(
+                                "aggregationRule.clusterRoleSelectors",
+                                "must be a list".into(),
+                            ));
+                        }
+                    };
+                    let mut out = Vec::with_capacity(sels.len());
+                    for (i, s) in sels.iter().enumerate() {
+                        out.push(label_selector(s).map_err(|(f, m)| {
+                            err(&format!("aggregationRule.clusterRoleSelectors[{i}]{f}"), m)
+                        })?);
+                    }
+                    Some(out)
+                }
+            };
+            let rules = rules()?;
+            ClusterRoleEntry {
+                labels,
+                effective: rules.clone(),
+                rules,
+                aggregation,
+            }
+            .into_body()
+        }
+        Kind::RoleBinding | Kind::ClusterRoleBinding => {
+            let role_ref = obj
+                .get("roleRef")
+                .ok_or_else(|| err("roleRef", "Required value".into()))?;
+            let ref_kind = str_field(role_ref, "kind").unwrap_or("");
+            let role_kind = match ref_kind {
+                "Role" if kind == Kind::RoleBinding => Kind::Role,
+                "ClusterRole" => Kind::ClusterRole,
+                _ => {
+                    let want = if kind == Kind::RoleBinding {
+                        "\"Role\" or \"ClusterRole\""
+                    } else {
+                        "\"ClusterRole\""
+                    };
+                    return Err(err(
+                        "roleRef.kind",
+                        format!("Unsupported value: {ref_kind:?}: supported values: {want}"),
+                    ));
+                }
+            };
+            let role_name = str_field(role_ref, "name").unwrap_or("");
+            if role_name.is_empty() {
+                return Err(err("roleRef.name", "Required value".into()));
+            }
+            let subjects = match obj.get("subjects") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(a)) => {
+                    let mut out = Vec::with_capacity(a.len());
+                    for (i, s) in a.iter().enumerate() {
+                        let f = |x: &str| format!("subjects[{i}].{x}");
+                        let sname = str_field(s, "name").unwrap_or("");
+                        if sname.is_empty() {
+                            return Err(err(&f("name"), "Required value".into()));
+                        }
+                        let subject = match str_field(s, "kind").unwrap_or("") {
+                            "User" => Subject::User(sname.into()),
+                            "Group" => Subject::Group(sname.into()),
+                            "ServiceAccount" => {
+                                let sa_ns = match str_field(s, "namespace") {
+                                    Some(ns) if !ns.is_empty() => ns,
+                                    _ if !namespace.is_empty() => namespace,
+                                    _ => {
+                                        return Err(err(&f("namespace"), "Required value".into()));
+                                    }
+                                };
+                                Subject::User(service_account_user(sa_ns, sname))
+                            }
+                            other => {
+                                return Err(err(
+                                    &f("kind"),
+                                    format!(
+                                        "Unsupported value: {other:?}: supported values: \"ServiceAccount\", \"User\", \"Group\""
+                                    ),
+                                ));
+                            }
+                        };
+                        out.push(subject);
+                    }
+                    out
+                }
+                Some(_) => return Err(err("subjects", "must be a list".into())),
+            };
+            ParsedBody::Binding(Binding {
+                role_kind,
+                role_name: role_name.into(),
+                subjects,
+            })
+        }
+    };
+    Ok(Parsed {
+        kind,
+        namespace: namespace.into(),
+        name: name.into(),
+        body,
+    })
+}
+
+impl ClusterRoleEntry {
+    fn into_body(self) -> ParsedBody {
+        ParsedBody::ClusterRole(self)
+    }
+}
+
+/// A `metav1.LabelSelector` (matchLabels + matchExpressions) as the crate's selector type.
+/// Errors are `(field suffix, message)`.
+fn label_selector(v: &Value) -> Result<LabelSelector, (String, String)> {
+    let mut reqs = Vec::new();
+    if let Some(ml) = v.get("matchLabels").filter(|m| !m.is_null()) {
+        let Some(ml) = ml.as_object() else {
+            return Err((".matchLabels".into(), "must be a map".into()));
+        };
+        for (k, val) in ml {
+            let Some(val) = val.as_str() else {
+                return Err((format!(".matchLabels.{k}"), "must be a string".into()));
+            };
+            reqs.push(LabelReq::Eq(k.clone(), val.into()));
+        }
+    }
+    if let Some(me) = v.get("matchExpressions").filter(|m| !m.is_null()) {
+        let Some(me) = me.as_array() else {
+            return Err((".matchExpressions".into(), "must be a list".into()));
+        };
+        for (i, e) in me.iter().enumerate() {
+            let key = str_field(e, "key").unwrap_or("").to_string();
+            if key.is_empty() {
+                return Err((
+                    format!(".matchExpressions[{i}].key"),
+                    "Required value".into(),
+                ));
+            }
+            let values: Vec<String> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let req = match str_field(e, "operator").unwrap_or("") {
+                "In" => LabelReq::In(key, values),
+                "NotIn" => LabelReq::NotIn(key, values),
+                "Exists" => LabelReq::Exists(key),
+                "DoesNotExist" => LabelReq::NotExists(key),
+                op => {
+                    return Err((
+                        format!(".matchExpressions[{i}].operator"),
+                        format!(
+                            "Unsupported value: {op:?}: supported values: \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\""
+                        ),
+                    ));
+                }
+            };
+            reqs.push(req);
+        }
+    }
+    Ok(LabelSelector { reqs })
+}
+
+/// Checks that an RBAC object is well-formed (the REST layer calls this before storing one), with
+/// an error naming the field at fault.
+pub fn validate(obj: &Value) -> Result<(), RbacError> {
+    parse(obj).map(|_| ())
+}
+
+/// The rules a request's subject would be granted, for SelfSubjectRulesReview.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuleSet {
+    /// Every rule from the bindings that apply (duplicates removed, order of discovery kept).
+    pub rules: Vec<PolicyRule>,
+    /// Bindings whose role does not exist (upstream reports these as evaluation errors and sets
+    /// `incomplete`).
+    pub missing_roles: Vec<String>,
+}
+
+impl RuleSet {
+    /// The `status` of a SelfSubjectRulesReview (`resourceRules`, `nonResourceRules`,
+    /// `incomplete`, `evaluationError`) with the upstream field names.
+    pub fn review_status(&self) -> Value {
+        let mut resource = Vec::new();
+        let mut non_resource = Vec::new();
+        for r in &self.rules {
+            if r.non_resource_urls.is_empty() {
+                resource.push(serde_json::json!({
+                    "verbs": r.verbs,
+                    "apiGroups": r.api_groups,
+                    "resources": r.resources,
+                    "resourceNames": r.resource_names,
+                }));
+            } else {
+                non_resource.push(serde_json::json!({
+                    "verbs": r.verbs,
+                    "nonResourceURLs": r.non_resource_urls,
+                }));
+            }
+        }
+        let mut status = serde_json::json!({
+            "resourceRules": resource,
+            "nonResourceRules": non_resource,
+            "incomplete": !self.missing_roles.is_empty(),
+        });
+        if !self.missing_roles.is_empty()
+            && let Some(obj) = status.as_object_mut()
+        {
+            obj.insert(
+                "evaluationError".into(),
+                Value::String(self.missing_roles.join(", ")),
+            );
+        }
+        status
+    }
+}
+
+/// The rules of `cluster-admin`, which members of `system:masters` hold regardless of bindings.
+fn full_authority() -> Vec<PolicyRule> {
+    vec![
+        PolicyRule::resource(&[ALL], &[ALL], &[ALL]),
+        PolicyRule::non_resource(&[ALL], &[ALL]),
+    ]
+}
+
+impl Authorizer {
+    /// An empty policy (everything denied except `system:masters`).
+    pub fn new() -> Authorizer {
+        Authorizer::default()
+    }
+
+    /// Adds or replaces one Role, ClusterRole, RoleBinding or ClusterRoleBinding (the object as
+    /// stored). Replacing re-indexes its subjects; changing a ClusterRole recomputes aggregation.
+    pub fn apply(&mut self, obj: &Value) -> Result<(), RbacError> {
+        let p = parse(obj)?;
+        match p.body {
+            ParsedBody::Role(rules) => {
+                self.roles
+                    .entry(p.namespace)
+                    .or_default()
+                    .insert(p.name, rules);
+            }
+            ParsedBody::ClusterRole(entry) => {
+                let relevant = entry.aggregation.is_some() || self.feeds_aggregation(&entry.labels);
+                let old = self.cluster_roles.insert(p.name, entry);
+                if relevant
+                    || old.is_some_and(|o| {
+                        o.aggregation.is_some() || self.feeds_aggregation(&o.labels)
+                    })
+                {
+                    self.aggregate();
+                }
+            }
+            ParsedBody::Binding(b) => {
+                self.remove_binding(p.kind, &p.namespace, &p.name);
+                if p.kind == Kind::RoleBinding {
+                    let idx = self.namespace_index.entry(p.namespace.clone()).or_default();
+                    for s in &b.subjects {
+                        idx.insert(s, &p.name);
+                    }
+                    self.role_bindings
+                        .entry(p.namespace)
+                        .or_default()
+                        .insert(p.name, b);
+                } else {
+                    for s in &b.subjects {
+                        self.cluster_index.insert(s, &p.name);
+                    }
+                    self.cluster_role_bindings.insert(p.name, b);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes one object (a deleted watch event). `namespace` is ignored for cluster kinds.
+    /// Removing an object that is not there is not an error.
+    pub fn remove(&mut self, kind: Kind, namespace: &str, name: &str) {
+        match kind {
+            Kind::Role => {
+                if let Some(m) = self.roles.get_mut(namespace) {
+                    m.remove(name);
+                    if m.is_empty() {
+                        self.roles.remove(namespace);
+                    }
+                }
+            }
+            Kind::ClusterRole => {
+                if let Some(o) = self.cluster_roles.remove(name)
+                    && (o.aggregation.is_some() || self.feeds_aggregation(&o.labels))
+                {
+                    self.aggregate();
+                }
+            }
+            Kind::RoleBinding | Kind::ClusterRoleBinding => {
+                self.remove_binding(kind, namespace, name);
+            }
+        }
+    }
+
+    fn remove_binding(&mut self, kind: Kind, namespace: &str, name: &str) {
+        if kind == Kind::RoleBinding {
+            let Some(m) = self.role_bindings.get_mut(namespace) else {
+                return;
+            };
+            let Some(old) = m.remove(name) else {
+                return;
+            };
+            if m.is_empty() {
+                self.role_bindings.remove(namespace);
+            }
+            if let Some(idx) = self.namespace_index.get_mut(namespace) {
+                for s in &old.subjects {
+                    idx.remove(s, name);
+                }
+                if idx.is_empty() {
+                    self.namespace_index.remove(namespace);
+                }
+            }
+        } else if let Some(old) = self.cluster_role_bindings.remove(name) {
+            for s in &old.subjects {
+                self.cluster_index.remove(s, name);
+            }
+        }
+    }
+
+    /// Whether a ClusterRole with these labels is selected by some aggregated ClusterRole, so a
+    /// change to it must recompute aggregation (other ClusterRole changes skip that work).
+    fn feeds_aggregation(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.cluster_roles.values().any(|e| {
+            e.aggregation
+                .as_ref()
+                .is_some_and(|sels| sels.iter().any(|s| s.matches(labels)))
+        })
+    }
+
+    /// Recomputes the effective rules of every aggregated ClusterRole: the union of the rules of
+    /// the ClusterRoles its selectors match (which may themselves be aggregated, so this runs to a
+    /// fixed point, as the upstream aggregation controller converges).
+    fn aggregate(&mut self) {
+        let aggregated: Vec<String> = self
+            .cluster_roles
+            .iter()
+            .filter(|(_, e)| e.aggregation.is_some())
+            .map(|(n, _)| n.clone())
+            .collect();
+        if aggregated.is_empty() {
+            return;
+        }
+        let mut names: Vec<&String> = self.cluster_roles.keys().collect();
+        names.sort();
+        let names: Vec<String> = names.into_iter().cloned().collect();
+        // Start from the own rules, then propagate; each round can only add rules, and chains
+        // are at most `aggregated.len()` long.
+        let mut effective: HashMap<String, Vec<PolicyRule>> = HashMap::new();
+        for n in &aggregated {
+            effective.insert(n.clone(), Vec::new());
+        }
+        for _ in 0..=aggregated.len() {
+            let mut changed = false;
+            for target in &aggregated {
+                let Some(entry) = self.cluster_roles.get(target) else {
+                    continue;
+                };
+                let Some(selectors) = &entry.aggregation else {
+                    continue;
+                };
+                let mut rules: Vec<PolicyRule> = Vec::new();
+                for source in &names {
+                    if source == target {
+                        continue;
+                    }
+                    let Some(src) = self.cluster_roles.get(source) else {
+                        continue;
+                    };
+                    if !selectors.iter().any(|s| s.matches(&src.labels)) {
+                        continue;
+                    }
+                    let src_rules: &[PolicyRule] = match effective.get(source) {
+                        Some(r) => r,
+                        None => &src.rules,
+                    };
+                    for r in src_rules {
+                        if !rules.contains(r) {
+                            rules.push(r.clone());
+                        }
+                    }
+                }
+                if effective.get(target) != Some(&rules) {
+                    effective.insert(target.clone(), rules);
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for (name, rules) in effective {
+            if let Some(e) = self.cluster_roles.get_mut(&name) {
+                e.effective = Arc::from(rules);
+            }
+        }
+    }
+
+    /// The effective rules of a ClusterRole (after aggregation), if it exists.
+    pub fn cluster_role_rules(&self, name: &str) -> Option<&[PolicyRule]> {
+        self.cluster_roles.get(name).map(|e| &*e.effective)
+    }
+
+    /// The rules of a Role, if it exists.
+    pub fn role_rules(&self, namespace: &str, name: &str) -> Option<&[PolicyRule]> {
+        self.roles.get(namespace)?.get(name).map(|r| &**r)
+    }
+
+    fn binding_rules(&self, namespace: &str, b: &Binding) -> Option<&[PolicyRule]> {
+        match b.role_kind {
+            Kind::Role => self.role_rules(namespace, &b.role_name),
+            _ => self.cluster_role_rules(&b.role_name),
+        }
+    }
+
+    /// Whether `user` may do `attrs`: the decision of [`Authorizer::authorize`] without building
+    /// its reason, for the per-request path where only yes/no matters (a refusal's 403 message
+    /// comes from the attributes).
+    pub fn allows(&self, user: &UserInfo, attrs: &Attributes) -> bool {
+        if user.in_group(MASTERS_GROUP) {
+            return true;
+        }
+        let grants = |namespace: &str, b: &Binding| {
+            self.binding_rules(namespace, b)
+                .is_some_and(|rules| rules.iter().any(|r| r.allows(attrs)))
+        };
+        let cluster = self.cluster_index.visit(user, |name, _| {
+            self.cluster_role_bindings
+                .get(name)
+                .is_some_and(|b| grants("", b))
+        });
+        if cluster || attrs.namespace.is_empty() {
+            return cluster;
+        }
+        let ns = attrs.namespace.as_str();
+        let (Some(idx), Some(bindings)) =
+            (self.namespace_index.get(ns), self.role_bindings.get(ns))
+        else {
+            return false;
+        };
+        idx.visit(user, |name, _| {
+            bindings.get(name).is_some_and(|b| grants(ns, b))
+        })
+    }
+
+    /// Decides whether `user` may do `attrs`: `system:masters` always may; otherwise the rules of
+    /// the ClusterRoleBindings naming the user or one of its groups, then (for namespaced
+    /// requests) those of the RoleBindings in the request's namespace. Cost is proportional to
+    /// the bindings naming this user's subjects, not to the number of bindings.
+    pub fn authorize(&self, user: &UserInfo, attrs: &Attributes) -> Decision {
+        if user.in_group(MASTERS_GROUP) {
+            return Decision::allow(format!("RBAC: allowed by group {MASTERS_GROUP:?}"));
+        }
+        let mut reason = None;
+        self.cluster_index.visit(user, |name, subject| {
+            let Some(b) = self.cluster_role_bindings.get(name) else {
+                return false;
+            };
+            let Some(rules) = self.binding_rules("", b) else {
+                return false;
+            };
+            if rules.iter().any(|r| r.allows(attrs)) {
+                reason = Some(format!(
+                    "RBAC: allowed by ClusterRoleBinding {name:?} of ClusterRole {:?} to {}",
+                    b.role_name,
+                    subject.describe()
+                ));
+                return true;
+            }
+            false
+        });
+        if reason.is_none()
+            && !attrs.namespace.is_empty()
+            && let Some(idx) = self.namespace_index.get(attrs.namespace.as_str())
+            && let Some(bindings) = self.role_bindings.get(attrs.namespace.as_str())
+        {
+            idx.visit(user, |name, subject| {
+                let Some(b) = bindings.get(name) else {
+                    return false;
+                };
+                let Some(rules) = self.binding_rules(&attrs.namespace, b) else {
+                    return false;
+                };
+                if rules.iter().any(|r| r.allows(attrs)) {
+                    reason = Some(format!(
+                        "RBAC: allowed by RoleBinding \"{name}/{}\" of {} {:?} to {}",
+                        attrs.namespace,
+                        b.role_kind.as_str(),
+                        b.role_name,
+                        subject.describe()
+                    ));
+                    return true;
+                }
+                false
+            });
+        }
+        match reason {
+            Some(r) => Decision::allow(r),
+            None => Decision::deny(format!(
+                "RBAC: no rule allows it: {}",
+                attrs.forbidden_message(&user.name)
+            )),
+        }
+    }
+
+    /// The rules `user` holds in `namespace` (cluster-wide ones included; `""` gives only the
+    /// cluster-wide ones), for SelfSubjectRulesReview and escalation checks.
+    pub fn rules_for(&self, user: &UserInfo, namespace: &str) -> RuleSet {
+        let mut set = RuleSet::default();
+        if user.in_group(MASTERS_GROUP) {
+            set.rules = full_authority();
+        }
+        let add = |set: &mut RuleSet, rules: Option<&[PolicyRule]>, what: String| match rules {
+            Some(rules) => {
+                for r in rules {
+                    if !set.rules.contains(r) {
+                        set.rules.push(r.clone());
+                    }
+                }
+            }
+            None => set.missing_roles.push(what),
+        };
+        self.cluster_index.visit(user, |name, _| {
+            if let Some(b) = self.cluster_role_bindings.get(name) {
+                add(
+                    &mut set,
+                    self.binding_rules("", b),
+                    format!(
+                        "clusterrole.rbac.authorization.k8s.io {:?} not found (ClusterRoleBinding {name:?})",
+                        b.role_name
+                    ),
+                );
+            }
+            false
+        });
+        if !namespace.is_empty()
+            && let Some(idx) = self.namespace_index.get(namespace)
+            && let Some(bindings) = self.role_bindings.get(namespace)
+        {
+            idx.visit(user, |name, _| {
+                if let Some(b) = bindings.get(name) {
+                    add(
+                        &mut set,
+                        self.binding_rules(namespace, b),
+                        format!(
+                            "{}.rbac.authorization.k8s.io {:?} not found (RoleBinding \"{namespace}/{name}\")",
+                            b.role_kind.as_str().to_lowercase(),
+                            b.role_name
+                        ),
+                    );
+                }
+                false
+            });
+        }
+        set
+    }
+
+    /// Escalation prevention, the coverage part (upstream `ConfirmNoEscalation`): `user` may grant
+    /// `rules` in `namespace` (`""` for cluster-wide) only if it already holds every one of them
+    /// there. The denial names each permission the user lacks.
+    pub fn can_grant(&self, user: &UserInfo, rules: &[PolicyRule], namespace: &str) -> Decision {
+        if user.in_group(MASTERS_GROUP) {
+            return Decision::allow(format!(
+                "RBAC: escalation allowed for group {MASTERS_GROUP:?}"
+            ));
+        }
+        let held = self.rules_for(user, namespace);
+        let missing = uncovered(&held.rules, rules);
+        if missing.is_empty() {
+            return Decision::allow("RBAC: every granted rule is held by the user".into());
+        }
+        let list: Vec<String> = missing.iter().map(PolicyRule::compact).collect();
+        Decision::deny(format!(
+            "user {:?} (groups={:?}) is attempting to grant RBAC permissions not currently held:\n{}",
+            user.name,
+            user.groups,
+            list.join("\n")
+        ))
+    }
+
+    /// Whether `user` may create or update the Role/ClusterRole `obj` (upstream's role storage
+    /// check): allowed with `escalate` on the role, or when every rule is already held; an
+    /// `aggregationRule` can gather anything, so it needs `escalate` or full authority.
+    pub fn check_role_write(&self, user: &UserInfo, obj: &Value) -> Result<Decision, RbacError> {
+        let p = parse(obj)?;
+        if !matches!(p.kind, Kind::Role | Kind::ClusterRole) {
+            return Err(RbacError {
+                kind: p.kind.as_str().into(),
+                name: p.name,
+                field: "kind".into(),
+                message: "want Role or ClusterRole".into(),
+            });
+        }
+        let escalate = Attributes::resource("escalate", GROUP, p.kind.resource())
+            .namespace(&p.namespace)
+            .name(&p.name);
+        let d = self.authorize(user, &escalate);
+        if d.allowed {
+            return Ok(d);
+        }
+        let (rules, aggregation) = match &p.body {
+            ParsedBody::Role(r) => (r.clone(), false),
+            ParsedBody::ClusterRole(e) => (e.rules.clone(), e.aggregation.is_some()),
+            ParsedBody::Binding(_) => (Arc::from(Vec::new()), false),
+        };
+        let d = self.can_grant(user, &rules, &p.namespace);
+        if !d.allowed {
+            return Ok(d);
+        }
+        if aggregation {
+            let full = self.can_grant(user, &full_authority(), "");
+            if !full.allowed {
+                return Ok(Decision::deny(
+                    "must have cluster-admin privileges to use the aggregationRule".into(),
+                ));
+            }
+        }
+        Ok(d)
+    }
+
+    /// Whether `user` may create or update the RoleBinding/ClusterRoleBinding `obj` (upstream's
+    /// binding storage check): allowed with `bind` on the referenced role, or when the user
+    /// already holds every rule of that role in the binding's namespace.
+    pub fn check_binding_write(&self, user: &UserInfo, obj: &Value) -> Result<Decision, RbacError> {
+        let p = parse(obj)?;
+        let ParsedBody::Binding(b) = &p.body else {
+            return Err(RbacError {
+                kind: p.kind.as_str().into(),
+                name: p.name,
+                field: "kind".into(),
+                message: "want RoleBinding or ClusterRoleBinding".into(),
+            });
+        };
+        let bind = Attributes::resource("bind", GROUP, b.role_kind.resource())
+            .namespace(&p.namespace)
+            .name(&b.role_name);
+        let d = self.authorize(user, &bind);
+        if d.allowed {
+            return Ok(d);
+        }
+        let Some(rules) = self.binding_rules(&p.namespace, b) else {
+            return Ok(Decision::deny(format!(
+                "{}.rbac.authorization.k8s.io {:?} not found",
+                b.role_kind.as_str().to_lowercase(),
+                b.role_name
+            )));
+        };
+        Ok(self.can_grant(user, rules, &p.namespace))
+    }
+
+    /// How many bindings are indexed (for metrics and tests).
+    pub fn binding_count(&self) -> usize {
+        self.cluster_role_bindings.len()
+            + self.role_bindings.values().map(HashMap::len).sum::<usize>()
+    }
+}
