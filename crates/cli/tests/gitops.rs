@@ -15,6 +15,9 @@ use fleet_testkit::{
 };
 use serde_json::Value;
 
+#[path = "gitops/ha.rs"]
+mod ha;
+
 const T: Duration = Duration::from_secs(60);
 
 fn cns(cluster: &str) -> String {

@@ -108,6 +108,7 @@ pub struct Context {
     /// Wakes the Content garbage collector after BDs changed.
     pub(crate) content_changed: tokio::sync::Notify,
     ready: AtomicBool,
+    leading: AtomicBool,
     started: Instant,
 }
 
@@ -379,6 +380,7 @@ impl Context {
             contents: Mutex::new(Default::default()),
             content_changed: tokio::sync::Notify::new(),
             ready: AtomicBool::new(false),
+            leading: AtomicBool::new(false),
             started: Instant::now(),
         };
         (ctx, WatchStreams { streams })
@@ -397,6 +399,15 @@ impl Context {
 
     pub(crate) fn set_ready(&self) {
         self.ready.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_leading(&self) {
+        self.leading.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether this replica leads (holds the Lease, or runs without election).
+    pub fn is_leading(&self) -> bool {
+        self.leading.load(Ordering::Relaxed)
     }
 
     /// Whether the caches are synced and the controllers running (`/readyz`).

@@ -65,6 +65,11 @@ pub fn metrics(ctx: &Context) -> String {
     );
     let _ = writeln!(
         out,
+        "# HELP fleet_controller_leader Whether this replica leads (1) or stands by (0).\n# TYPE fleet_controller_leader gauge\nfleet_controller_leader {}",
+        u8::from(ctx.is_leading())
+    );
+    let _ = writeln!(
+        out,
         "# HELP fleet_controller_reconciles_total Reconciles per kind.\n# TYPE fleet_controller_reconciles_total counter"
     );
     for (kind, v) in [
