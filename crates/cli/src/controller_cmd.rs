@@ -149,7 +149,7 @@ pub fn run(a: ControllerArgs) -> anyhow::Result<()> {
         let release_client = client.clone();
         let system_namespace = a.system_namespace.clone();
         let opts = fleet_controller::Options {
-            shard_id: a.shard_id,
+            shard_id: a.shard_id.filter(|s| !s.is_empty()),
             system_namespace: a.system_namespace,
             listen: Some(a.listen),
             default_polling_interval: interval,

@@ -81,6 +81,9 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
     ctx.metrics
         .cluster_reconciles
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if !crate::context::in_shard(&ctx.opts, &c.metadata) {
+        return Ok(Action::await_change());
+    }
     let ns = c.metadata.namespace.clone().unwrap_or_default();
     let name = c.metadata.name.clone().unwrap_or_default();
     let cns = fleet_api::names::cluster_namespace(&ns, &name);
@@ -217,6 +220,9 @@ async fn reconcile_group(
     ctx.metrics
         .clustergroup_reconciles
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if !crate::context::in_shard(&ctx.opts, &g.metadata) {
+        return Ok(Action::await_change());
+    }
     let ns = g.metadata.namespace.clone().unwrap_or_default();
     let name = g.metadata.name.clone().unwrap_or_default();
     let sel = g

@@ -139,13 +139,20 @@ fn label<'a>(meta: &'a kube::api::ObjectMeta, k: &str) -> Option<&'a str> {
     meta.labels.as_ref()?.get(k).map(String::as_str)
 }
 
-/// Label selector for this shard (None for the default shard: everything).
+/// Label selector for this shard, as upstream's `sharding.FilterByShardID`: a controller with a
+/// shard id sees objects labelled `fleet.cattle.io/shard-ref=<id>`, the default shard (no id)
+/// those without the label.
 fn shard_selector(opts: &Options) -> watcher::Config {
     let cfg = watcher::Config::default().any_semantic();
     match &opts.shard_id {
         Some(id) => cfg.labels(&format!("{SHARD_REF_LABEL}={id}")),
-        None => cfg,
+        None => cfg.labels(&format!("!{SHARD_REF_LABEL}")),
     }
+}
+
+/// Whether an object belongs to this controller's shard (see [`shard_selector`]).
+pub fn in_shard(opts: &Options, meta: &kube::api::ObjectMeta) -> bool {
+    label(meta, SHARD_REF_LABEL) == opts.shard_id.as_deref()
 }
 
 impl Context {
@@ -211,17 +218,22 @@ impl Context {
             .reflect_shared(bw);
         streams.push(drive(s));
 
-        // BundleDeployments → index; their bundle, cluster and GitRepo.
+        // BundleDeployments → index; their bundle, cluster and GitRepo. Every shard's BDs: a
+        // Cluster's status counts all BDs in its namespace (keys of other shards' bundles find
+        // nothing in this shard's caches and are dropped by the controllers).
         let t = triggers.clone();
         let idx = index.clone();
-        let s = watcher(Api::<BundleDeployment>::all(client.clone()), shard.clone())
-            .default_backoff()
-            .map_ok(move |ev| {
-                idx.apply(&ev);
-                ev_objects(&ev, |bd: &BundleDeployment| route_bd(&t, bd));
-                ev
-            })
-            .reflect_shared(dw);
+        let s = watcher(
+            Api::<BundleDeployment>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+        )
+        .default_backoff()
+        .map_ok(move |ev| {
+            idx.apply(&ev);
+            ev_objects(&ev, |bd: &BundleDeployment| route_bd(&t, bd));
+            ev
+        })
+        .reflect_shared(dw);
         streams.push(drive(s));
 
         // Clusters → the Fleet index; bundles (on label/namespace/paused changes); their groups.

@@ -27,8 +27,9 @@ pub use context::{Context, Metrics};
 /// How the controllers run.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Handle only objects labelled `fleet.cattle.io/shard-ref=<id>` (None: every object; leaving
-    /// labelled objects to their shard is not done yet).
+    /// Handle only GitRepos, Bundles, Clusters and ClusterGroups labelled
+    /// `fleet.cattle.io/shard-ref=<id>`; None: the default shard, objects without that label
+    /// (upstream `pkg/sharding`). Clusters and groups of every shard stay in the targeting index.
     pub shard_id: Option<String>,
     /// The controller's own namespace (`cattle-fleet-system` upstream).
     pub system_namespace: String,
