@@ -17,6 +17,8 @@ use serde_json::Value;
 
 #[path = "gitops/ha.rs"]
 mod ha;
+#[path = "gitops/webhook.rs"]
+mod webhook;
 
 const T: Duration = Duration::from_secs(60);
 

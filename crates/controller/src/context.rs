@@ -39,6 +39,8 @@ pub struct Metrics {
     pub polls: AtomicU64,
     /// Bundle builds (a repository checkout read into Bundles for one GitRepo).
     pub builds: AtomicU64,
+    /// Webhook deliveries received (any outcome).
+    pub webhooks: AtomicU64,
 }
 
 impl Metrics {

@@ -40,6 +40,22 @@ pub struct PollState {
     fetch_error: Option<String>,
     /// Per-path build errors of the last build.
     build_errors: Vec<String>,
+    /// Commit announced by a webhook and when: polled every 2 s until seen, for up to 30 s.
+    webhook: Option<(String, Instant)>,
+}
+
+/// How long a webhook's commit is waited for (upstream: 30 s of 2 s requeues).
+const WEBHOOK_WAIT: Duration = Duration::from_secs(30);
+
+/// Makes GitRepo `g` poll on its next reconcile and keep polling (2 s) until `commit` shows up
+/// or 30 s pass (the webhook may arrive before the server serves the commit).
+pub(crate) fn poll_now(ctx: &Context, g: &GitRepo, commit: &str) {
+    let uid = g.metadata.uid.clone().unwrap_or_default();
+    if let Ok(mut m) = ctx.polls.lock() {
+        let st = m.entry(uid).or_default();
+        st.next_poll = None;
+        st.webhook = (!commit.is_empty()).then(|| (commit.to_string(), Instant::now()));
+    }
 }
 
 /// A stream of the keys sent on `rx` (a trigger channel).
@@ -234,7 +250,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     let interval = polling_interval(&g, ctx.opts.default_polling_interval);
     let refs = crate::git::wanted_ref(&g.spec.branch, &g.spec.revision);
     let due = st.next_poll.is_none_or(|t| t <= now) || st.polled_generation != generation;
-    let may_poll = !g.spec.disable_polling || st.commit.is_empty();
+    let may_poll = !g.spec.disable_polling || st.commit.is_empty() || st.webhook.is_some();
     let mut creds = None;
     if due && may_poll {
         match credentials(&ctx, &g).await {
@@ -279,6 +295,13 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
             }
         }
         st.polled_generation = generation;
+        if let Some((want, since)) = &st.webhook {
+            if *want == st.commit || since.elapsed() >= WEBHOOK_WAIT {
+                st.webhook = None;
+            } else if st.poll_error.is_none() {
+                st.next_poll = Some(now + Duration::from_secs(2));
+            }
+        }
     }
 
     let want = (st.commit.clone(), generation, g.spec.force_sync_generation);
@@ -305,6 +328,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
         }
     }
     let next = st.next_poll;
+    let awaiting_webhook = st.webhook.is_some();
     let status = compute_status(&ctx, &g, &st);
     save_state(&ctx, &uid, st);
     if g.status.as_ref() != Some(&status) {
@@ -316,6 +340,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
             .map_err(kerr(format!("updating status of gitrepo {ns}/{name}")))?;
     }
     if g.spec.disable_polling
+        && !awaiting_webhook
         && next.is_some()
         && g.status.as_ref().is_some_and(|s| !s.commit.is_empty())
     {
