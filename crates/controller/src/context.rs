@@ -470,3 +470,85 @@ where
         }
     })
 }
+
+/// How one reconciler's work queue runs.
+pub(crate) struct QueueConfig {
+    /// Name in logs (`<kind> reconcile: <error>`).
+    pub kind: &'static str,
+    /// Coalescing window for repeated keys.
+    pub debounce: std::time::Duration,
+    /// Keys reconciled at once.
+    pub concurrency: u16,
+}
+
+/// Runs one kube-runtime Controller over a kind's shared subscription and its trigger channel
+/// (the common setup of every reconciler: one work queue that coalesces repeated keys; errors are
+/// logged and the key retried after 5 s). Returns when the streams end, or at once when the
+/// subscription or channel was already taken.
+pub(crate) async fn run_queue<K, R, Fut>(
+    ctx: Arc<Context>,
+    parts: (
+        Option<reflector::ReflectHandle<K>>,
+        Option<UnboundedReceiver<ObjectRef<K>>>,
+    ),
+    store: Store<K>,
+    cfg: QueueConfig,
+    reconcile: R,
+) where
+    K: kube::Resource
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + std::fmt::Debug + Unpin,
+    R: FnMut(Arc<K>, Arc<Context>) -> Fut,
+    Fut: std::future::Future<
+            Output = Result<kube::runtime::controller::Action, crate::bundle::ReconcileError>,
+        > + Send
+        + 'static,
+{
+    use kube::runtime::controller::{Action, Config, Controller};
+    let (Some(sub), Some(rx)) = parts else {
+        return;
+    };
+    let kind = cfg.kind;
+    Controller::for_shared_stream(sub, store)
+        .reconcile_on(crate::gitrepo::channel_stream(rx))
+        .with_config(
+            Config::default()
+                .debounce(cfg.debounce)
+                .concurrency(cfg.concurrency),
+        )
+        .run(
+            reconcile,
+            move |_obj: Arc<K>, e: &crate::bundle::ReconcileError, _ctx: Arc<Context>| {
+                tracing::warn!("{kind} reconcile: {e}");
+                Action::requeue(crate::secs(5))
+            },
+            ctx,
+        )
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+impl Context {
+    /// Takes a kind's shared subscription and trigger receiver (each controller takes its own once).
+    pub(crate) fn take_queue<K: kube::Resource + Clone>(
+        &self,
+        sub: impl FnOnce(&mut Subscriptions) -> Option<reflector::ReflectHandle<K>>,
+        rx: impl FnOnce(&mut TriggerReceivers) -> Option<UnboundedReceiver<ObjectRef<K>>>,
+    ) -> (
+        Option<reflector::ReflectHandle<K>>,
+        Option<UnboundedReceiver<ObjectRef<K>>>,
+    )
+    where
+        K::DynamicType: Eq + std::hash::Hash + Clone,
+    {
+        (
+            self.subscriptions.lock().ok().and_then(|mut s| sub(&mut s)),
+            self.receivers.lock().ok().and_then(|mut r| rx(&mut r)),
+        )
+    }
+}

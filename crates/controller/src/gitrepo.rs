@@ -11,15 +11,14 @@ use std::time::{Duration, Instant};
 
 use fleet_api::keys::*;
 use fleet_api::{Bundle, GitRepo, GitRepoStatus, GitTarget};
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 
 use crate::bundle::{ReconcileError, kerr};
-use crate::context::Context;
+use crate::context::{Context, QueueConfig, run_queue};
 use crate::git::{Credentials, GitError};
 use crate::{conditions, secs};
 
@@ -67,30 +66,20 @@ pub fn channel_stream<T: Send + 'static>(
 
 /// Runs the GitRepo controller.
 pub async fn controller(ctx: Arc<Context>) {
-    let sub = ctx
-        .subscriptions
-        .lock()
-        .ok()
-        .and_then(|mut s| s.gitrepos.take());
-    let rx = ctx.receivers.lock().ok().and_then(|mut r| r.gitrepo.take());
-    let (Some(sub), Some(rx)) = (sub, rx) else {
-        return;
+    let parts = ctx.take_queue(|s| s.gitrepos.take(), |r| r.gitrepo.take());
+    let cfg = QueueConfig {
+        kind: "gitrepo",
+        debounce: Duration::from_millis(100),
+        concurrency: 8,
     };
-    Controller::for_shared_stream(sub, ctx.stores.gitrepos.clone())
-        .reconcile_on(channel_stream(rx))
-        .with_config(
-            Config::default()
-                .debounce(Duration::from_millis(100))
-                .concurrency(8),
-        )
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| futures::future::ready(()))
-        .await;
-}
-
-fn error_policy(_g: Arc<GitRepo>, e: &ReconcileError, _ctx: Arc<Context>) -> Action {
-    tracing::warn!("gitrepo reconcile: {e}");
-    Action::requeue(secs(5))
+    run_queue(
+        ctx.clone(),
+        parts,
+        ctx.stores.gitrepos.clone(),
+        cfg,
+        reconcile,
+    )
+    .await;
 }
 
 /// `pollingInterval` (Go duration such as `15s`, `1m`, `1h30m`) or the default.
