@@ -15,6 +15,8 @@ use fleet_testkit::{
 };
 use serde_json::Value;
 
+#[path = "gitops/crash.rs"]
+mod crash;
 #[path = "gitops/ha.rs"]
 mod ha;
 #[path = "gitops/webhook.rs"]
