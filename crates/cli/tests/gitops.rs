@@ -19,6 +19,8 @@ use serde_json::Value;
 mod crash;
 #[path = "gitops/ha.rs"]
 mod ha;
+#[path = "gitops/printers.rs"]
+mod printers;
 #[path = "gitops/webhook.rs"]
 mod webhook;
 
