@@ -100,7 +100,7 @@ pub fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
                     cur.as_array()?.iter().find(|e| {
                         json_path(e, key.trim()).is_some_and(|v| match v {
                             Value::String(s) => s == want,
-                            other => other.to_string() == want,
+                            other => serde_json::from_str::<Value>(want).is_ok_and(|w| w == *other),
                         })
                     })?
                 }

@@ -99,7 +99,7 @@ async fn sigkill_during_a_rollout_of_1000_bundledeployments_converges() {
     println!("{CLUSTERS} clusters created after {:?}", started.elapsed());
 
     // Kill in the middle of the rollout.
-    let before = wait("rollout under way", Duration::from_secs(60), async || {
+    let before = wait("rollout under way", Duration::from_secs(120), async || {
         let n = bd_namespaces(&client).await?.len();
         if n >= 100 {
             Ok(n)

@@ -8,8 +8,11 @@ use serde_json::Value;
 use super::T;
 use super::ha::{bundle_commit, server};
 
-/// Splits kubectl's multi-kind output into tables: (header, rows of (column, cell)).
-fn tables(out: &str) -> Vec<(Vec<String>, Vec<Vec<(String, String)>>)> {
+/// One printed row: (column, cell) pairs.
+type Row = Vec<(String, String)>;
+
+/// Splits kubectl's multi-kind output into tables: (header, rows).
+fn tables(out: &str) -> Vec<(Vec<String>, Vec<Row>)> {
     let mut res = Vec::new();
     for block in out.split("\n\n").filter(|b| !b.trim().is_empty()) {
         let mut lines = block.lines();
