@@ -1,6 +1,9 @@
 //! `fleet controller`: the manager controllers against any Kubernetes API (a kubeconfig, or the
 //! in-cluster configuration when none is given). Prints `listening <addr>` once the metrics and
-//! health listener is bound, then runs until SIGTERM/SIGINT.
+//! health listener is bound, waits to win the Lease
+//! `fleet-controller-leader-election-shard[-<shard id>]` in the system namespace (upstream's name),
+//! then runs until SIGTERM/SIGINT (releasing the Lease) or until leadership is lost (exit 1, as
+//! controller-runtime does, so a restarted process starts as a clean standby).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -28,6 +31,27 @@ pub struct ControllerArgs {
     /// Polling interval of GitRepos that set none (Go duration).
     #[arg(long = "default-polling-interval", default_value = "15s")]
     pub default_polling_interval: String,
+    /// Leader election: how long an unrenewed Lease keeps standbys out (Go duration).
+    #[arg(
+        long = "lease-duration",
+        env = "CATTLE_ELECTION_LEASE_DURATION",
+        default_value = "30s"
+    )]
+    pub lease_duration: String,
+    /// Leader election: how long the leader retries a failing renewal before it stops.
+    #[arg(
+        long = "renew-deadline",
+        env = "CATTLE_ELECTION_RENEW_DEADLINE",
+        default_value = "25s"
+    )]
+    pub renew_deadline: String,
+    /// Leader election: pause between acquire and renew attempts.
+    #[arg(
+        long = "retry-period",
+        env = "CATTLE_ELECTION_RETRY_PERIOD",
+        default_value = "10s"
+    )]
+    pub retry_period: String,
     /// Directory for git checkouts (default: a temporary directory).
     #[arg(long = "cache-dir")]
     pub cache_dir: Option<PathBuf>,
@@ -39,16 +63,33 @@ pub struct ControllerArgs {
     pub api_server_ca_file: Option<PathBuf>,
 }
 
+fn go_duration(flag: &str, v: &str) -> anyhow::Result<Duration> {
+    fleet_controller::gitrepo::parse_go_duration(v)
+        .filter(|d| !d.is_zero())
+        .with_context(|| format!("{flag} {v:?}: expected a Go duration such as 15s"))
+}
+
+/// Upstream's Lease name for the controller of a shard.
+pub fn lease_name(shard_id: Option<&str>) -> String {
+    match shard_id {
+        Some(id) if !id.is_empty() => format!("fleet-controller-leader-election-shard-{id}"),
+        _ => "fleet-controller-leader-election-shard".to_string(),
+    }
+}
+
 /// Runs the controllers until a signal arrives.
 pub fn run(a: ControllerArgs) -> anyhow::Result<()> {
-    let interval = fleet_controller::gitrepo::parse_go_duration(&a.default_polling_interval)
-        .filter(|d| !d.is_zero())
-        .with_context(|| {
-            format!(
-                "--default-polling-interval {:?}: expected a Go duration such as 15s",
-                a.default_polling_interval
-            )
-        })?;
+    let interval = go_duration("--default-polling-interval", &a.default_polling_interval)?;
+    let timings = fleet_kube::lease::LeaseTimings {
+        lease_duration: go_duration("--lease-duration", &a.lease_duration)?,
+        renew_deadline: go_duration("--renew-deadline", &a.renew_deadline)?,
+        retry_period: go_duration("--retry-period", &a.retry_period)?,
+    };
+    anyhow::ensure!(
+        timings.lease_duration > timings.renew_deadline
+            && timings.renew_deadline > timings.retry_period,
+        "leader election needs --lease-duration > --renew-deadline > --retry-period"
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -75,8 +116,40 @@ pub fn run(a: ControllerArgs) -> anyhow::Result<()> {
             );
         registration.api_server_url = url;
         registration.api_server_ca = ca;
+        // The Lease lives in the system namespace; create it when missing (upstream's chart does).
+        let nss: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
+        let ns = k8s_openapi::api::core::v1::Namespace {
+            metadata: kube::api::ObjectMeta {
+                name: Some(a.system_namespace.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        fleet_controller::bootstrap::create_absent(&nss, &ns)
+            .await
+            .with_context(|| format!("creating namespace {}", a.system_namespace))?;
+        let lease = lease_name(a.shard_id.as_deref());
+        let identity = fleet_kube::lease::default_identity();
+        let mut elector = fleet_kube::lease::LeaderElector::new(
+            client.clone(),
+            &a.system_namespace,
+            &lease,
+            &identity,
+            timings.clone(),
+        );
+        let (won_tx, won_rx) = tokio::sync::oneshot::channel::<()>();
+        let election = async move {
+            elector.acquire().await;
+            let _ = won_tx.send(());
+            elector.hold().await
+        };
+        let leader = async move {
+            let _ = won_rx.await;
+        };
+        let release_client = client.clone();
+        let system_namespace = a.system_namespace.clone();
         let opts = fleet_controller::Options {
-            shard_id: a.shard_id,
+            shard_id: a.shard_id.filter(|s| !s.is_empty()),
             system_namespace: a.system_namespace,
             listen: Some(a.listen),
             default_polling_interval: interval,
@@ -84,14 +157,30 @@ pub fn run(a: ControllerArgs) -> anyhow::Result<()> {
             registration: Some(registration),
             ..Default::default()
         };
-        let run = fleet_controller::run_with(client, opts, |addr| {
-            let mut o = std::io::stdout().lock();
-            let _ = writeln!(o, "listening {addr}");
-            let _ = o.flush();
-        });
+        let run = fleet_controller::run_with(
+            client,
+            opts,
+            |addr| {
+                let mut o = std::io::stdout().lock();
+                let _ = writeln!(o, "listening {addr}");
+                let _ = o.flush();
+            },
+            leader,
+        );
         tokio::select! {
             r = run => r.context("controller")?,
-            _ = shutdown() => {}
+            lost = election => anyhow::bail!("{lost}"),
+            _ = shutdown() => {
+                fleet_kube::lease::LeaderElector::new(
+                    release_client,
+                    &system_namespace,
+                    &lease,
+                    &identity,
+                    timings,
+                )
+                .release()
+                .await;
+            }
         }
         // Give in-flight writes a moment; the work queues resume from the API on restart.
         tokio::time::sleep(Duration::from_millis(10)).await;

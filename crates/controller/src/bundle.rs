@@ -17,11 +17,11 @@ use fleet_targeting::rollout::{DeploymentIds, RolloutTarget};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 
-use crate::context::Context;
+use crate::context::{Context, QueueConfig, run_queue};
 use crate::{conditions, secs};
 
 /// Why a reconcile failed (the key is retried).
@@ -47,30 +47,20 @@ pub(crate) fn kerr(context: impl Into<String>) -> impl FnOnce(kube::Error) -> Re
 
 /// Runs the Bundle controller until its trigger streams end.
 pub async fn controller(ctx: Arc<Context>) {
-    let sub = ctx
-        .subscriptions
-        .lock()
-        .ok()
-        .and_then(|mut s| s.bundles.take());
-    let rx = ctx.receivers.lock().ok().and_then(|mut r| r.bundle.take());
-    let (Some(sub), Some(rx)) = (sub, rx) else {
-        return;
+    let parts = ctx.take_queue(|s| s.bundles.take(), |r| r.bundle.take());
+    let cfg = QueueConfig {
+        kind: "bundle",
+        debounce: Duration::from_millis(50),
+        concurrency: 8,
     };
-    Controller::for_shared_stream(sub, ctx.stores.bundles.clone())
-        .reconcile_on(crate::gitrepo::channel_stream(rx))
-        .with_config(
-            Config::default()
-                .debounce(Duration::from_millis(50))
-                .concurrency(8),
-        )
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| futures::future::ready(()))
-        .await;
-}
-
-fn error_policy(_b: Arc<Bundle>, e: &ReconcileError, _ctx: Arc<Context>) -> Action {
-    tracing::warn!("bundle reconcile: {e}");
-    Action::requeue(secs(5))
+    run_queue(
+        ctx.clone(),
+        parts,
+        ctx.stores.bundles.clone(),
+        cfg,
+        reconcile,
+    )
+    .await;
 }
 
 fn ns_name(b: &Bundle) -> (String, String) {

@@ -9,78 +9,59 @@ use std::time::Duration;
 
 use fleet_api::keys::*;
 use fleet_api::{BundleSummary, Cluster, ClusterGroup};
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 
 use crate::bundle::{ReconcileError, kerr};
-use crate::context::Context;
-use crate::gitrepo::channel_stream;
+use crate::context::{Context, QueueConfig, run_queue};
 use crate::{conditions, secs};
 
 /// Runs the Cluster controller.
 pub async fn controller(ctx: Arc<Context>) {
-    let sub = ctx
-        .subscriptions
-        .lock()
-        .ok()
-        .and_then(|mut s| s.clusters.take());
-    let rx = ctx.receivers.lock().ok().and_then(|mut r| r.cluster.take());
-    let (Some(sub), Some(rx)) = (sub, rx) else {
-        return;
+    let parts = ctx.take_queue(|s| s.clusters.take(), |r| r.cluster.take());
+    let cfg = QueueConfig {
+        kind: "cluster",
+        debounce: Duration::from_millis(100),
+        concurrency: 8,
     };
-    Controller::for_shared_stream(sub, ctx.stores.clusters.clone())
-        .reconcile_on(channel_stream(rx))
-        .with_config(
-            Config::default()
-                .debounce(Duration::from_millis(100))
-                .concurrency(8),
-        )
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| futures::future::ready(()))
-        .await;
+    run_queue(
+        ctx.clone(),
+        parts,
+        ctx.stores.clusters.clone(),
+        cfg,
+        reconcile,
+    )
+    .await;
 }
 
 /// Runs the ClusterGroup controller.
 pub async fn group_controller(ctx: Arc<Context>) {
-    let sub = ctx
-        .subscriptions
-        .lock()
-        .ok()
-        .and_then(|mut s| s.groups.take());
-    let rx = ctx.receivers.lock().ok().and_then(|mut r| r.group.take());
-    let (Some(sub), Some(rx)) = (sub, rx) else {
-        return;
+    let parts = ctx.take_queue(|s| s.groups.take(), |r| r.group.take());
+    let cfg = QueueConfig {
+        kind: "clustergroup",
+        debounce: Duration::from_millis(200),
+        concurrency: 4,
     };
-    Controller::for_shared_stream(sub, ctx.stores.groups.clone())
-        .reconcile_on(channel_stream(rx))
-        .with_config(
-            Config::default()
-                .debounce(Duration::from_millis(200))
-                .concurrency(4),
-        )
-        .run(reconcile_group, group_error_policy, ctx)
-        .for_each(|_| futures::future::ready(()))
-        .await;
-}
-
-fn error_policy(_c: Arc<Cluster>, e: &ReconcileError, _ctx: Arc<Context>) -> Action {
-    tracing::warn!("cluster reconcile: {e}");
-    Action::requeue(secs(5))
-}
-
-fn group_error_policy(_c: Arc<ClusterGroup>, e: &ReconcileError, _ctx: Arc<Context>) -> Action {
-    tracing::warn!("clustergroup reconcile: {e}");
-    Action::requeue(secs(5))
+    run_queue(
+        ctx.clone(),
+        parts,
+        ctx.stores.groups.clone(),
+        cfg,
+        reconcile_group,
+    )
+    .await;
 }
 
 async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     ctx.metrics
         .cluster_reconciles
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if !crate::context::in_shard(&ctx.opts, &c.metadata) {
+        return Ok(Action::await_change());
+    }
     let ns = c.metadata.namespace.clone().unwrap_or_default();
     let name = c.metadata.name.clone().unwrap_or_default();
     let cns = fleet_api::names::cluster_namespace(&ns, &name);
@@ -217,6 +198,9 @@ async fn reconcile_group(
     ctx.metrics
         .clustergroup_reconciles
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if !crate::context::in_shard(&ctx.opts, &g.metadata) {
+        return Ok(Action::await_change());
+    }
     let ns = g.metadata.namespace.clone().unwrap_or_default();
     let name = g.metadata.name.clone().unwrap_or_default();
     let sel = g

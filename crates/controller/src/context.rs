@@ -39,6 +39,8 @@ pub struct Metrics {
     pub polls: AtomicU64,
     /// Bundle builds (a repository checkout read into Bundles for one GitRepo).
     pub builds: AtomicU64,
+    /// Webhook deliveries received (any outcome).
+    pub webhooks: AtomicU64,
 }
 
 impl Metrics {
@@ -108,6 +110,7 @@ pub struct Context {
     /// Wakes the Content garbage collector after BDs changed.
     pub(crate) content_changed: tokio::sync::Notify,
     ready: AtomicBool,
+    leading: AtomicBool,
     started: Instant,
 }
 
@@ -138,13 +141,20 @@ fn label<'a>(meta: &'a kube::api::ObjectMeta, k: &str) -> Option<&'a str> {
     meta.labels.as_ref()?.get(k).map(String::as_str)
 }
 
-/// Label selector for this shard (None for the default shard: everything).
+/// Label selector for this shard, as upstream's `sharding.FilterByShardID`: a controller with a
+/// shard id sees objects labelled `fleet.cattle.io/shard-ref=<id>`, the default shard (no id)
+/// those without the label.
 fn shard_selector(opts: &Options) -> watcher::Config {
     let cfg = watcher::Config::default().any_semantic();
     match &opts.shard_id {
         Some(id) => cfg.labels(&format!("{SHARD_REF_LABEL}={id}")),
-        None => cfg,
+        None => cfg.labels(&format!("!{SHARD_REF_LABEL}")),
     }
+}
+
+/// Whether an object belongs to this controller's shard (see [`shard_selector`]).
+pub fn in_shard(opts: &Options, meta: &kube::api::ObjectMeta) -> bool {
+    label(meta, SHARD_REF_LABEL) == opts.shard_id.as_deref()
 }
 
 impl Context {
@@ -210,17 +220,22 @@ impl Context {
             .reflect_shared(bw);
         streams.push(drive(s));
 
-        // BundleDeployments → index; their bundle, cluster and GitRepo.
+        // BundleDeployments → index; their bundle, cluster and GitRepo. Every shard's BDs: a
+        // Cluster's status counts all BDs in its namespace (keys of other shards' bundles find
+        // nothing in this shard's caches and are dropped by the controllers).
         let t = triggers.clone();
         let idx = index.clone();
-        let s = watcher(Api::<BundleDeployment>::all(client.clone()), shard.clone())
-            .default_backoff()
-            .map_ok(move |ev| {
-                idx.apply(&ev);
-                ev_objects(&ev, |bd: &BundleDeployment| route_bd(&t, bd));
-                ev
-            })
-            .reflect_shared(dw);
+        let s = watcher(
+            Api::<BundleDeployment>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+        )
+        .default_backoff()
+        .map_ok(move |ev| {
+            idx.apply(&ev);
+            ev_objects(&ev, |bd: &BundleDeployment| route_bd(&t, bd));
+            ev
+        })
+        .reflect_shared(dw);
         streams.push(drive(s));
 
         // Clusters → the Fleet index; bundles (on label/namespace/paused changes); their groups.
@@ -379,6 +394,7 @@ impl Context {
             contents: Mutex::new(Default::default()),
             content_changed: tokio::sync::Notify::new(),
             ready: AtomicBool::new(false),
+            leading: AtomicBool::new(false),
             started: Instant::now(),
         };
         (ctx, WatchStreams { streams })
@@ -397,6 +413,15 @@ impl Context {
 
     pub(crate) fn set_ready(&self) {
         self.ready.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_leading(&self) {
+        self.leading.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether this replica leads (holds the Lease, or runs without election).
+    pub fn is_leading(&self) -> bool {
+        self.leading.load(Ordering::Relaxed)
     }
 
     /// Whether the caches are synced and the controllers running (`/readyz`).
@@ -444,4 +469,86 @@ where
             }
         }
     })
+}
+
+/// How one reconciler's work queue runs.
+pub(crate) struct QueueConfig {
+    /// Name in logs (`<kind> reconcile: <error>`).
+    pub kind: &'static str,
+    /// Coalescing window for repeated keys.
+    pub debounce: std::time::Duration,
+    /// Keys reconciled at once.
+    pub concurrency: u16,
+}
+
+/// Runs one kube-runtime Controller over a kind's shared subscription and its trigger channel
+/// (the common setup of every reconciler: one work queue that coalesces repeated keys; errors are
+/// logged and the key retried after 5 s). Returns when the streams end, or at once when the
+/// subscription or channel was already taken.
+pub(crate) async fn run_queue<K, R, Fut>(
+    ctx: Arc<Context>,
+    parts: (
+        Option<reflector::ReflectHandle<K>>,
+        Option<UnboundedReceiver<ObjectRef<K>>>,
+    ),
+    store: Store<K>,
+    cfg: QueueConfig,
+    reconcile: R,
+) where
+    K: kube::Resource
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + std::fmt::Debug + Unpin,
+    R: FnMut(Arc<K>, Arc<Context>) -> Fut,
+    Fut: std::future::Future<
+            Output = Result<kube::runtime::controller::Action, crate::bundle::ReconcileError>,
+        > + Send
+        + 'static,
+{
+    use kube::runtime::controller::{Action, Config, Controller};
+    let (Some(sub), Some(rx)) = parts else {
+        return;
+    };
+    let kind = cfg.kind;
+    Controller::for_shared_stream(sub, store)
+        .reconcile_on(crate::gitrepo::channel_stream(rx))
+        .with_config(
+            Config::default()
+                .debounce(cfg.debounce)
+                .concurrency(cfg.concurrency),
+        )
+        .run(
+            reconcile,
+            move |_obj: Arc<K>, e: &crate::bundle::ReconcileError, _ctx: Arc<Context>| {
+                tracing::warn!("{kind} reconcile: {e}");
+                Action::requeue(crate::secs(5))
+            },
+            ctx,
+        )
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+impl Context {
+    /// Takes a kind's shared subscription and trigger receiver (each controller takes its own once).
+    pub(crate) fn take_queue<K: kube::Resource + Clone>(
+        &self,
+        sub: impl FnOnce(&mut Subscriptions) -> Option<reflector::ReflectHandle<K>>,
+        rx: impl FnOnce(&mut TriggerReceivers) -> Option<UnboundedReceiver<ObjectRef<K>>>,
+    ) -> (
+        Option<reflector::ReflectHandle<K>>,
+        Option<UnboundedReceiver<ObjectRef<K>>>,
+    )
+    where
+        K::DynamicType: Eq + std::hash::Hash + Clone,
+    {
+        (
+            self.subscriptions.lock().ok().and_then(|mut s| sub(&mut s)),
+            self.receivers.lock().ok().and_then(|mut r| rx(&mut r)),
+        )
+    }
 }

@@ -11,15 +11,14 @@ use std::time::{Duration, Instant};
 
 use fleet_api::keys::*;
 use fleet_api::{Bundle, GitRepo, GitRepoStatus, GitTarget};
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 
 use crate::bundle::{ReconcileError, kerr};
-use crate::context::Context;
+use crate::context::{Context, QueueConfig, run_queue};
 use crate::git::{Credentials, GitError};
 use crate::{conditions, secs};
 
@@ -40,6 +39,22 @@ pub struct PollState {
     fetch_error: Option<String>,
     /// Per-path build errors of the last build.
     build_errors: Vec<String>,
+    /// Commit announced by a webhook and when: polled every 2 s until seen, for up to 30 s.
+    webhook: Option<(String, Instant)>,
+}
+
+/// How long a webhook's commit is waited for (upstream: 30 s of 2 s requeues).
+const WEBHOOK_WAIT: Duration = Duration::from_secs(30);
+
+/// Makes GitRepo `g` poll on its next reconcile and keep polling (2 s) until `commit` shows up
+/// or 30 s pass (the webhook may arrive before the server serves the commit).
+pub(crate) fn poll_now(ctx: &Context, g: &GitRepo, commit: &str) {
+    let uid = g.metadata.uid.clone().unwrap_or_default();
+    if let Ok(mut m) = ctx.polls.lock() {
+        let st = m.entry(uid).or_default();
+        st.next_poll = None;
+        st.webhook = (!commit.is_empty()).then(|| (commit.to_string(), Instant::now()));
+    }
 }
 
 /// A stream of the keys sent on `rx` (a trigger channel).
@@ -51,30 +66,20 @@ pub fn channel_stream<T: Send + 'static>(
 
 /// Runs the GitRepo controller.
 pub async fn controller(ctx: Arc<Context>) {
-    let sub = ctx
-        .subscriptions
-        .lock()
-        .ok()
-        .and_then(|mut s| s.gitrepos.take());
-    let rx = ctx.receivers.lock().ok().and_then(|mut r| r.gitrepo.take());
-    let (Some(sub), Some(rx)) = (sub, rx) else {
-        return;
+    let parts = ctx.take_queue(|s| s.gitrepos.take(), |r| r.gitrepo.take());
+    let cfg = QueueConfig {
+        kind: "gitrepo",
+        debounce: Duration::from_millis(100),
+        concurrency: 8,
     };
-    Controller::for_shared_stream(sub, ctx.stores.gitrepos.clone())
-        .reconcile_on(channel_stream(rx))
-        .with_config(
-            Config::default()
-                .debounce(Duration::from_millis(100))
-                .concurrency(8),
-        )
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| futures::future::ready(()))
-        .await;
-}
-
-fn error_policy(_g: Arc<GitRepo>, e: &ReconcileError, _ctx: Arc<Context>) -> Action {
-    tracing::warn!("gitrepo reconcile: {e}");
-    Action::requeue(secs(5))
+    run_queue(
+        ctx.clone(),
+        parts,
+        ctx.stores.gitrepos.clone(),
+        cfg,
+        reconcile,
+    )
+    .await;
 }
 
 /// `pollingInterval` (Go duration such as `15s`, `1m`, `1h30m`) or the default.
@@ -234,7 +239,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     let interval = polling_interval(&g, ctx.opts.default_polling_interval);
     let refs = crate::git::wanted_ref(&g.spec.branch, &g.spec.revision);
     let due = st.next_poll.is_none_or(|t| t <= now) || st.polled_generation != generation;
-    let may_poll = !g.spec.disable_polling || st.commit.is_empty();
+    let may_poll = !g.spec.disable_polling || st.commit.is_empty() || st.webhook.is_some();
     let mut creds = None;
     if due && may_poll {
         match credentials(&ctx, &g).await {
@@ -279,6 +284,13 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
             }
         }
         st.polled_generation = generation;
+        if let Some((want, since)) = &st.webhook {
+            if *want == st.commit || since.elapsed() >= WEBHOOK_WAIT {
+                st.webhook = None;
+            } else if st.poll_error.is_none() {
+                st.next_poll = Some(now + Duration::from_secs(2));
+            }
+        }
     }
 
     let want = (st.commit.clone(), generation, g.spec.force_sync_generation);
@@ -305,6 +317,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
         }
     }
     let next = st.next_poll;
+    let awaiting_webhook = st.webhook.is_some();
     let status = compute_status(&ctx, &g, &st);
     save_state(&ctx, &uid, st);
     if g.status.as_ref() != Some(&status) {
@@ -316,6 +329,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
             .map_err(kerr(format!("updating status of gitrepo {ns}/{name}")))?;
     }
     if g.spec.disable_polling
+        && !awaiting_webhook
         && next.is_some()
         && g.status.as_ref().is_some_and(|s| !s.commit.is_empty())
     {

@@ -1,5 +1,6 @@
 //! The controller's HTTP listener: Prometheus `/metrics` (write and reconcile counters, git
-//! polls, fetches and builds) and the health endpoints `/healthz` and `/readyz`.
+//! polls, fetches and builds), the health endpoints `/healthz` and `/readyz`, and the git
+//! webhook receiver at `/` (POST, see [`crate::webhook`]).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -7,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 
 use crate::context::Context;
 
@@ -15,7 +16,14 @@ use crate::context::Context;
 pub fn router(ctx: Arc<Context>) -> Router {
     let m = ctx.clone();
     let r = ctx.clone();
+    let w = ctx.clone();
     Router::new()
+        .route(
+            "/",
+            post(move |h: axum::http::HeaderMap, body: axum::body::Bytes| {
+                crate::webhook::handle(w.clone(), h, body)
+            }),
+        )
         .route("/metrics", get(move || futures::future::ready(metrics(&m))))
         .route("/healthz", get(|| async { "ok" }))
         .route(
@@ -59,9 +67,19 @@ pub fn metrics(ctx: &Context) -> String {
         ctx.fetch.fetches(),
     );
     counter(
+        "fleet_controller_webhooks_total",
+        "Git webhook deliveries received.",
+        m.webhooks.load(Ordering::Relaxed),
+    );
+    counter(
         "fleet_controller_bundle_builds_total",
         "Checkouts read into Bundles.",
         m.builds.load(Ordering::Relaxed),
+    );
+    let _ = writeln!(
+        out,
+        "# HELP fleet_controller_leader Whether this replica leads (1) or stands by (0).\n# TYPE fleet_controller_leader gauge\nfleet_controller_leader {}",
+        u8::from(ctx.is_leading())
     );
     let _ = writeln!(
         out,

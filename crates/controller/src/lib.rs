@@ -16,6 +16,7 @@ pub mod gitrepo;
 pub mod http;
 pub mod index;
 pub mod registration;
+pub mod webhook;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -27,8 +28,9 @@ pub use context::{Context, Metrics};
 /// How the controllers run.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Handle only objects labelled `fleet.cattle.io/shard-ref=<id>` (None: every object; leaving
-    /// labelled objects to their shard is not done yet).
+    /// Handle only GitRepos, Bundles, Clusters and ClusterGroups labelled
+    /// `fleet.cattle.io/shard-ref=<id>`; None: the default shard, objects without that label
+    /// (upstream `pkg/sharding`). Clusters and groups of every shard stay in the targeting index.
     pub shard_id: Option<String>,
     /// The controller's own namespace (`cattle-fleet-system` upstream).
     pub system_namespace: String,
@@ -70,17 +72,20 @@ pub enum Error {
 }
 
 /// Runs every controller until the future is dropped (or a watch fails for good). Bootstraps the
-/// workspaces and the `default` ClusterGroup first. `on_listen` is told the HTTP address once
-/// bound (tests start on port 0).
+/// workspaces and the `default` ClusterGroup first.
 pub async fn run(client: kube::Client, opts: Options) -> Result<(), Error> {
-    run_with(client, opts, |_| {}).await
+    run_with(client, opts, |_| {}, async {}).await
 }
 
-/// [`run`], reporting the bound HTTP address.
+/// [`run`], reporting the bound HTTP address to `on_listen` (tests start on port 0) and starting
+/// the controllers only once `leader` resolves (a Lease won, see [`fleet_kube::lease`]). Until
+/// then the listener serves `/healthz`, `/metrics` and a not-ready `/readyz`, and nothing is
+/// written to the API, so a standby replica is observable but silent.
 pub async fn run_with(
     client: kube::Client,
     opts: Options,
     on_listen: impl FnOnce(SocketAddr),
+    leader: impl std::future::Future<Output = ()>,
 ) -> Result<(), Error> {
     let tmp;
     let cache_dir = match &opts.cache_dir {
@@ -93,24 +98,26 @@ pub async fn run_with(
             tmp.path().to_path_buf()
         }
     };
-    bootstrap::run(&client).await?;
     let (ctx, streams) = Context::start(client, opts.clone(), cache_dir);
     let ctx = Arc::new(ctx);
     let mut tasks = tokio::task::JoinSet::new();
-    if let Some(reg) = opts.registration.clone() {
-        let c = ctx.client.clone();
-        tasks.spawn(async move {
-            if let Err(e) = registration::run(c, reg).await {
-                tracing::error!("registration controllers stopped: {e}");
-            }
-        });
-    }
     if let Some(addr) = opts.listen {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         on_listen(listener.local_addr()?);
         let app = http::router(ctx.clone());
         tasks.spawn(async move {
             let _ = axum::serve(listener, app).await;
+        });
+    }
+    leader.await;
+    ctx.set_leading();
+    bootstrap::run(&ctx.client).await?;
+    if let Some(reg) = opts.registration.clone() {
+        let c = ctx.client.clone();
+        tasks.spawn(async move {
+            if let Err(e) = registration::run(c, reg).await {
+                tracing::error!("registration controllers stopped: {e}");
+            }
         });
     }
     streams.spawn_all(&mut tasks);

@@ -6,6 +6,7 @@
 //! used by `fleet server`'s own controllers and by tests) are decided once.
 
 pub mod apply;
+pub mod lease;
 
 use std::path::{Path, PathBuf};
 use std::sync::Once;

@@ -70,8 +70,9 @@ pub fn columns(info: &ResourceInfo) -> Value {
     Value::Array(cols)
 }
 
-/// Evaluates the simple JSONPath subset printer columns use (`.a.b`, `.a[0].b`); filters and
-/// wildcards yield nothing.
+/// Evaluates the JSONPath subset printer columns use (`.a.b`, `.a[0].b`, and equality filters
+/// such as `.status.conditions[?(@.type=="Ready")].message`, which every Fleet kind's Status
+/// column uses; the first matching element is taken). Wildcards yield nothing.
 pub fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     let mut cur = obj;
     let p = path
@@ -79,20 +80,32 @@ pub fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
         .trim_start_matches('{')
         .trim_end_matches('}')
         .trim_start_matches('.');
-    if p.is_empty() {
-        return Some(cur);
-    }
-    for seg in p.split('.') {
-        let (name, idx) = match seg.split_once('[') {
-            Some((n, rest)) => (n, Some(rest.trim_end_matches(']'))),
-            None => (seg, None),
-        };
+    let mut rest = p;
+    while !rest.is_empty() {
+        rest = rest.strip_prefix('.').unwrap_or(rest);
+        let end = rest.find(['.', '[']).unwrap_or(rest.len());
+        let name = &rest[..end];
         if !name.is_empty() {
             cur = cur.get(name)?;
         }
-        if let Some(i) = idx {
-            let i: usize = i.parse().ok()?;
-            cur = cur.get(i)?;
+        rest = &rest[end..];
+        if let Some(r) = rest.strip_prefix('[') {
+            let close = r.find(']')?;
+            let idx = &r[..close];
+            rest = &r[close + 1..];
+            cur = match idx.strip_prefix("?(@.").and_then(|f| f.strip_suffix(')')) {
+                Some(filter) => {
+                    let (key, want) = filter.split_once("==")?;
+                    let want = want.trim().trim_matches(|c| c == '"' || c == '\'');
+                    cur.as_array()?.iter().find(|e| {
+                        json_path(e, key.trim()).is_some_and(|v| match v {
+                            Value::String(s) => s == want,
+                            other => serde_json::from_str::<Value>(want).is_ok_and(|w| w == *other),
+                        })
+                    })?
+                }
+                None => cur.get(idx.parse::<usize>().ok()?)?,
+            };
         }
     }
     Some(cur)
@@ -254,7 +267,14 @@ mod tests {
         assert_eq!(json_path(&o, ".spec.a[0].b"), Some(&json!(1)));
         assert_eq!(json_path(&o, ".status.x"), Some(&json!("y")));
         assert_eq!(json_path(&o, ".status.missing"), None);
-        assert_eq!(json_path(&o, ".spec.a[?(@.b==1)]"), None);
+        assert_eq!(json_path(&o, ".spec.a[?(@.b==1)].b"), Some(&json!(1)));
+        assert_eq!(json_path(&o, ".spec.a[?(@.b==2)]"), None);
+        let c = json!({"status": {"conditions": [
+            {"type": "Accepted", "message": "a"}, {"type": "Ready", "message": "r"}]}});
+        assert_eq!(
+            json_path(&c, ".status.conditions[?(@.type==\"Ready\")].message"),
+            Some(&json!("r"))
+        );
     }
 
     #[test]

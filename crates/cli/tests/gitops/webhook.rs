@@ -1,0 +1,221 @@
+//! Webhooks on the `fleet controller` listener: a GitHub push (HMAC `X-Hub-Signature-256`) and a
+//! GitLab push (`X-Gitlab-Token`), secrets from the Secret `gitjob-webhook` in the system
+//! namespace, bring a new commit in although polling is at 1 h; a wrong secret gets 401 and
+//! changes nothing.
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use fleet_testkit::{FleetController, GitDaemon, GitRepo, Kubectl, eventually, fleet_bin};
+use hmac::{Hmac, Mac};
+
+use super::T;
+use super::ha::{bundle_commit, server};
+
+/// POSTs `body` to `addr` with `headers`: (status code, body).
+fn post(addr: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the controller");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut req = format!(
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).expect("write request");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("read response");
+    let code = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
+    (code, body.to_string())
+}
+
+fn sign(secret: &str, body: &str) -> String {
+    let mut m = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("hmac key");
+    m.update(body.as_bytes());
+    let hex: String = m
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256={hex}")
+}
+
+fn github_push(url: &str, branch: &str, commit: &str) -> String {
+    serde_json::json!({
+        "ref": format!("refs/heads/{branch}"),
+        "before": "0000000000000000000000000000000000000000",
+        "after": commit,
+        "repository": {"name": "app", "html_url": url, "clone_url": url},
+    })
+    .to_string()
+}
+
+fn gitlab_push(url: &str, branch: &str, commit: &str) -> String {
+    serde_json::json!({
+        "object_kind": "push",
+        "ref": format!("refs/heads/{branch}"),
+        "after": commit,
+        "checkout_sha": commit,
+        "project": {"git_http_url": url, "web_url": url},
+    })
+    .to_string()
+}
+
+fn webhook_commit(k: &Kubectl, name: &str) -> String {
+    k.get_json(&["gitrepo", name, "-n", "fleet-default"])
+        .and_then(|v| v["status"]["webhookCommit"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn at_commit(k: &Kubectl, bundle: &str, want: &str) -> Result<(), String> {
+    match bundle_commit(k, bundle)? {
+        c if c == want => Ok(()),
+        c => Err(format!("{bundle} at {c}, want {want}")),
+    }
+}
+
+#[test]
+fn webhooks_bring_commits_in_with_polling_at_one_hour() {
+    let (Some(_), Some(_)) = (fleet_testkit::tools::kubectl(), fleet_testkit::tools::git()) else {
+        assert!(
+            !fleet_testkit::in_ci(),
+            "kubectl and git are required under CI"
+        );
+        println!("skipping: kubectl or git missing");
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (srv, k) = server(&tmp.path().join("server"));
+    let repos = tmp.path().join("repos");
+    let repo = GitRepo::init(&repos.join("app"));
+    let cm = |v: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  v: \"{v}\"\n")
+    };
+    repo.write("a/cm.yaml", &cm("1"));
+    let c1 = repo.commit("first");
+    fleet_testkit::git::git(&repo.dir, &["branch", "other"]);
+    let daemon = GitDaemon::start(&repos);
+    let url = daemon.repo_url("app");
+
+    let ctl = FleetController::start(
+        fleet_bin!(),
+        &srv.kubeconfig,
+        &["--default-polling-interval", "1h"],
+    );
+    eventually("controller ready", T, || match ctl.get("/readyz") {
+        (200, _) => Ok(()),
+        (c, b) => Err(format!("{c} {b}")),
+    });
+    k.apply(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: gitjob-webhook\n  namespace: cattle-fleet-system\nstringData:\n  github: gh-secret\n  gitlab: gl-token\n",
+    );
+    k.apply("apiVersion: fleet.cattle.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: c1\n  namespace: fleet-default\nspec: {}\n");
+    // gr polls hourly; gr2 sets no interval (the webhook gives it 1h); other watches another branch.
+    for (name, extra) in [
+        ("gr", "  pollingInterval: 1h\n  branch: main\n"),
+        ("gr2", "  branch: main\n"),
+        ("other", "  pollingInterval: 1h\n  branch: other\n"),
+    ] {
+        k.apply(&format!(
+            "apiVersion: fleet.cattle.io/v1alpha1\nkind: GitRepo\nmetadata:\n  name: {name}\n  namespace: fleet-default\nspec:\n  repo: {url}\n{extra}  paths: [a]\n"
+        ));
+    }
+    eventually("gr-a, gr2-a and other-a at the first commit", T, || {
+        at_commit(&k, "gr-a", &c1)?;
+        at_commit(&k, "gr2-a", &c1)?;
+        at_commit(&k, "other-a", &c1)
+    });
+
+    // GitHub: a wrong signature is refused and changes nothing.
+    repo.write("a/cm.yaml", &cm("2"));
+    let c2 = repo.commit("second");
+    let body = github_push(&url, "main", &c2);
+    let polls = ctl.metric("fleet_controller_git_polls_total");
+    let (code, msg) = post(
+        &ctl.addr,
+        &[
+            ("X-GitHub-Event", "push"),
+            ("X-Hub-Signature-256", &sign("wrong", &body)),
+        ],
+        &body,
+    );
+    assert_eq!(code, 401, "{msg}");
+    let (code, msg) = post(&ctl.addr, &[("X-GitHub-Event", "push")], &body);
+    assert_eq!(
+        code, 401,
+        "an unsigned delivery must be refused when a secret is set: {msg}"
+    );
+    assert_eq!(ctl.metric("fleet_controller_git_polls_total"), polls);
+    assert_eq!(webhook_commit(&k, "gr"), "");
+    at_commit(&k, "gr-a", &c1).expect("gr-a unchanged after refused webhooks");
+    let gr2 = k
+        .get_json(&["gitrepo", "gr2", "-n", "fleet-default"])
+        .expect("gitrepo gr2");
+    assert!(gr2["spec"]["pollingInterval"].is_null(), "{gr2}");
+
+    // The right signature: the commit comes in long before the next poll.
+    let t = Instant::now();
+    let (code, msg) = post(
+        &ctl.addr,
+        &[
+            ("X-GitHub-Event", "push"),
+            ("X-Hub-Signature-256", &sign("gh-secret", &body)),
+        ],
+        &body,
+    );
+    assert_eq!(code, 200, "{msg}");
+    eventually("gr-a and gr2-a at the second commit", T, || {
+        at_commit(&k, "gr-a", &c2)?;
+        at_commit(&k, "gr2-a", &c2)
+    });
+    println!(
+        "github webhook → bundles at the new commit: {:?}",
+        t.elapsed()
+    );
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    assert_eq!(webhook_commit(&k, "gr"), c2);
+    let gr2 = k
+        .get_json(&["gitrepo", "gr2", "-n", "fleet-default"])
+        .expect("gitrepo gr2");
+    assert_eq!(gr2["spec"]["pollingInterval"], "1h", "{gr2}");
+    assert!(gr2["status"]["lastWebhookTime"].is_string(), "{gr2}");
+    // The branch `other` was not pushed: its GitRepo was not touched.
+    assert_eq!(webhook_commit(&k, "other"), "");
+
+    // GitLab: a wrong token → 401, nothing changes; the right one brings the commit in.
+    repo.write("a/cm.yaml", &cm("3"));
+    let c3 = repo.commit("third");
+    let body = gitlab_push(&url, "main", &c3);
+    let polls = ctl.metric("fleet_controller_git_polls_total");
+    let (code, msg) = post(
+        &ctl.addr,
+        &[("X-Gitlab-Event", "Push Hook"), ("X-Gitlab-Token", "nope")],
+        &body,
+    );
+    assert_eq!(code, 401, "{msg}");
+    assert_eq!(ctl.metric("fleet_controller_git_polls_total"), polls);
+    assert_eq!(webhook_commit(&k, "gr"), c2);
+    let (code, msg) = post(
+        &ctl.addr,
+        &[
+            ("X-Gitlab-Event", "Push Hook"),
+            ("X-Gitlab-Token", "gl-token"),
+        ],
+        &body,
+    );
+    assert_eq!(code, 200, "{msg}");
+    eventually("gr-a at the third commit", T, || at_commit(&k, "gr-a", &c3));
+    assert_eq!(webhook_commit(&k, "gr"), c3);
+    // The GitRepo on branch `other` still deploys the first commit: polls are hourly.
+    at_commit(&k, "other-a", &c1).expect("other-a untouched");
+}
