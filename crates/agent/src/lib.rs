@@ -11,6 +11,7 @@
 
 pub mod agent;
 pub mod backoff;
+pub mod bench;
 pub mod content;
 pub mod credential;
 pub mod deploy;

@@ -883,3 +883,180 @@ fn idle_rss_with_50_bundledeployments() {
         .unwrap_or("VmRSS: ?");
     println!("agent idle with 50 BundleDeployments (100 objects): {rss}");
 }
+
+/// `diff.comparePatches` end to end: a field ignored for ConfigMaps whose name matches a regex
+/// is not drift on them (their other fields still are), and is drift on a ConfigMap the regex
+/// does not name.
+#[test]
+fn compare_patches_ignore_pointers_on_objects_named_by_regex() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
+        return;
+    };
+    let _agent = env.start_agent(&[]);
+    let src = tmp.path().join("src");
+    let cm = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  replicas: \"1\"\n  mode: blue\n"
+        )
+    };
+    write(
+        &src,
+        &[
+            (
+                "fleet.yaml",
+                "defaultNamespace: cp\ndiff:\n  comparePatches:\n  - apiVersion: v1\n    kind: ConfigMap\n    name: tuned-.*\n    jsonPointers:\n    - /data/replicas\n",
+            ),
+            ("a.yaml", &cm("tuned-a")),
+            ("b.yaml", &cm("tuned-b")),
+            ("c.yaml", &cm("other")),
+        ],
+    );
+    let (bd, content) = env.deployment_of(&env.bundle(&src, "cp"));
+    assert_eq!(
+        bd["spec"]["options"]["diff"]["comparePatches"][0]["name"], "tuned-.*",
+        "fleet target carries comparePatches: {bd}"
+    );
+    let id = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    wait_status(&env, "cp", "cp to be Ready", Duration::from_secs(60), |s| {
+        ready_for(s, &id)
+    });
+    let patch = |name: &str, data: &str| {
+        env.down.ok(&[
+            "patch",
+            "configmap",
+            name,
+            "-n",
+            "cp",
+            "--type",
+            "merge",
+            "-p",
+            &format!(r#"{{"data":{data}}}"#),
+        ]);
+    };
+    let modified = |s: &Value| -> Vec<String> {
+        s["modifiedStatus"]
+            .as_array()
+            .map(|m| {
+                m.iter()
+                    .map(|m| m["name"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // The ignored field on both regex-named objects, then on one the regex does not name: once
+    // the status shows the last edit, the agent has seen the first two (same watch, in order).
+    patch("tuned-a", r#"{"replicas":"5"}"#);
+    patch("tuned-b", r#"{"replicas":"7"}"#);
+    patch("other", r#"{"replicas":"5"}"#);
+    let st = wait_status(
+        &env,
+        "cp",
+        "Modified naming other",
+        Duration::from_secs(10),
+        |s| modified(s).contains(&"other".to_string()),
+    );
+    assert_eq!(modified(&st), vec!["other".to_string()], "{st}");
+    // A field the patch does not name is still drift on a regex-named object.
+    patch("tuned-a", r#"{"mode":"red"}"#);
+    let st = wait_status(
+        &env,
+        "cp",
+        "Modified naming tuned-a",
+        Duration::from_secs(10),
+        |s| modified(s).contains(&"tuned-a".to_string()),
+    );
+    let entry = st["modifiedStatus"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["name"] == "tuned-a"))
+        .cloned()
+        .unwrap();
+    let p = entry["patch"].as_str().unwrap();
+    assert!(p.contains("blue") && !p.contains("replicas"), "{p}");
+}
+
+/// An object the previous release had and the current one dropped, back downstream with the
+/// release's ownership metadata, is reported as `modifiedStatus[].delete` (upstream's "extra").
+#[test]
+fn object_of_the_previous_release_coming_back_is_reported_extra() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
+        return;
+    };
+    let _agent = env.start_agent(&[]);
+    let src = tmp.path().join("src");
+    let cm = |name: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: v\n")
+    };
+    write(
+        &src,
+        &[
+            ("fleet.yaml", "defaultNamespace: ex\n"),
+            ("keep.yaml", &cm("keep")),
+            ("dropped.yaml", &cm("dropped")),
+        ],
+    );
+    let (bd, content) = env.deployment_of(&env.bundle(&src, "ex"));
+    let id1 = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    wait_status(&env, "ex", "ex to be Ready", Duration::from_secs(60), |s| {
+        ready_for(s, &id1)
+    });
+    let mut dropped = env
+        .down
+        .get_json(&["configmap", "dropped", "-n", "ex"])
+        .unwrap();
+    remove(&src, "dropped.yaml");
+    let (bd, content) = env.deployment_of(&env.bundle(&src, "ex"));
+    let id2 = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    let st = wait_status(&env, "ex", "ex at id2", Duration::from_secs(60), |s| {
+        ready_for(s, &id2)
+    });
+    assert!(
+        st["modifiedStatus"].as_array().is_none_or(Vec::is_empty),
+        "{st}"
+    );
+    eventually(
+        "dropped to be pruned",
+        Duration::from_secs(10),
+        || match env.down.get_json(&["configmap", "dropped", "-n", "ex"]) {
+            None => Ok(()),
+            Some(_) => Err("still there".to_string()),
+        },
+    );
+    // Back, as the previous release wrote it.
+    if let Some(m) = dropped["metadata"].as_object_mut() {
+        for k in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+        ] {
+            m.remove(k);
+        }
+    }
+    let path = tmp.path().join("dropped.json");
+    std::fs::write(&path, dropped.to_string()).unwrap();
+    env.down.ok(&["create", "-f", &path.to_string_lossy()]);
+    let st = wait_status(
+        &env,
+        "ex",
+        "dropped reported extra",
+        Duration::from_secs(10),
+        |s| {
+            s["modifiedStatus"].as_array().is_some_and(|m| {
+                m.iter()
+                    .any(|m| m["name"] == "dropped" && m["delete"] == true)
+            })
+        },
+    );
+    assert_ne!(st["nonModified"], true, "{st}");
+    assert_eq!(st["resourceCounts"]["orphaned"], 1, "{st}");
+    assert_eq!(
+        cond(&st, "Ready")["message"],
+        "configmap.v1 ex/dropped extra",
+        "{st}"
+    );
+}
