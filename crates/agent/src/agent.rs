@@ -197,11 +197,13 @@ impl Agent {
                 )
                 .await
                 .map_err(|e| e.to_string())?;
+            let claim = self.drift.claimer(name);
             let t = Target {
                 ds: &self.ds,
                 agent_namespace: &self.agent_namespace,
                 deployment_namespace: &self.up.deployment_namespace,
                 kube_version: &self.kube_version,
+                claim: &claim,
             };
             match deploy::deploy(&t, &bd, &resources, &history).await {
                 Ok(d) => {

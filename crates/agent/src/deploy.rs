@@ -184,6 +184,10 @@ pub struct Target<'a> {
     pub deployment_namespace: &'a str,
     /// The downstream Kubernetes version (`.Capabilities.KubeVersion`).
     pub kube_version: &'a str,
+    /// Called with each object just before it is applied, so that watch events on it (its
+    /// status set by a controller while the rest of the bundle is still being applied) are
+    /// already attributed to the BundleDeployment when they arrive.
+    pub claim: &'a (dyn Fn(&ObjRef) + Send + Sync),
 }
 
 /// Result of a deploy: the release (`ns/name:version`) and the applied objects.
@@ -299,6 +303,7 @@ pub async fn deploy(
                 });
             }
         }
+        (t.claim)(&r);
         let now = ds
             .apply(&r, &o, true)
             .await

@@ -164,6 +164,23 @@ impl DriftWatches {
         &self.cache
     }
 
+    /// A function recording that `bd` owns one object, called by a deploy before each apply:
+    /// an event on the object from then on queues `bd` for a check, and the check reads the
+    /// cache, which the watch updates before sending. Without it, a status written by a
+    /// controller while the rest of the bundle was still being applied arrived for an object of
+    /// nobody's, was dropped, and the check after the deploy kept the applies' answers
+    /// (without that status) for good. `track` replaces these claims with the full set.
+    pub fn claimer(&self, bd: &str) -> impl Fn(&ObjRef) + Send + Sync + use<> {
+        let owners = self.owners.clone();
+        let bd = bd.to_string();
+        move |r: &ObjRef| {
+            owners
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(r.clone(), bd.clone());
+        }
+    }
+
     /// Records that `bd` owns `objs` and makes sure their kinds are watched; a kind watched for
     /// the first time is waited for until its first list is in the cache (bounded). Returns the
     /// kinds (apiVersion, kind) listed by this call: their cache is newer than anything the

@@ -11,7 +11,6 @@
 
 pub mod agent;
 pub mod backoff;
-pub mod bench;
 pub mod content;
 pub mod credential;
 pub mod deploy;

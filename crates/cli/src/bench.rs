@@ -39,8 +39,6 @@ pub struct BenchArgs {
 enum BenchTarget {
     /// Throughput, watch fan-out latency, memory and list time of the embedded API server.
     Apiserver(ApiserverArgs),
-    /// Requests and resident memory of `fleet agent` (see `fleet_agent::bench`).
-    Agent(crate::bench_agent::AgentBenchArgs),
     /// Internal: the watch fan-out clients, run as a child process by `bench apiserver`.
     #[command(hide = true)]
     WatchClient(WatchClientArgs),
@@ -150,7 +148,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.target {
         BenchTarget::Apiserver(a) => rt.block_on(apiserver(a)),
         BenchTarget::WatchClient(a) => rt.block_on(watch_client(a)),
-        BenchTarget::Agent(a) => crate::bench_agent::run(&rt, a),
     }
 }
 

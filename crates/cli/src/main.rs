@@ -8,7 +8,6 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod agent_cmd;
 mod apply_cmd;
 mod bench;
-mod bench_agent;
 mod controller_cmd;
 mod dev;
 mod install_cmd;

@@ -1060,3 +1060,59 @@ fn object_of_the_previous_release_coming_back_is_reported_extra() {
         "{st}"
     );
 }
+
+/// Workloads whose status becomes ready only after their apply, in a kind the agent already
+/// watches: the status written meanwhile (here by the simulated kubelet, while the agent is
+/// still applying the bundle's other objects) must reach the BundleDeployment's status. The
+/// revert of the monitor-from-watch-caches work was for this: such events arrived before the
+/// agent knew the objects were its own, were dropped, and the first check's view (the applies'
+/// answers, without status) stayed, so the BundleDeployment stayed NotReady.
+#[test]
+fn workloads_ready_after_their_apply_go_ready_in_an_already_watched_kind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &["--simulate-workloads"]) else {
+        return;
+    };
+    let _agent = env.start_agent(&[]);
+    let deployment = |name: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: {name}}}\n  template:\n    metadata:\n      labels: {{app: {name}}}\n    spec:\n      containers:\n      - name: c\n        image: nginx\n"
+        )
+    };
+    // First bundle: the Deployment kind gets watched.
+    let first = tmp.path().join("first");
+    write(
+        &first,
+        &[
+            ("fleet.yaml", "defaultNamespace: w1\n"),
+            ("d.yaml", &deployment("one")),
+        ],
+    );
+    let (bd, content) = env.deployment_of(&env.bundle(&first, "first"));
+    let id = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    wait_status(&env, "first", "first Ready", Duration::from_secs(60), |s| {
+        ready_for(s, &id)
+    });
+    // Second bundle: many Deployments, each made ready while the next ones are being applied.
+    let second = tmp.path().join("second");
+    let names: Vec<String> = (0..20).map(|i| format!("web-{i:02}")).collect();
+    let files: Vec<(String, String)> = names
+        .iter()
+        .map(|n| (format!("{n}.yaml"), deployment(n)))
+        .collect();
+    let mut all: Vec<(&str, &str)> = vec![("fleet.yaml", "defaultNamespace: w2\n")];
+    all.extend(files.iter().map(|(p, c)| (p.as_str(), c.as_str())));
+    write(&second, &all);
+    let (bd, content) = env.deployment_of(&env.bundle(&second, "second"));
+    let id = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    let st = wait_status(
+        &env,
+        "second",
+        "second Ready (every Deployment's ready status seen)",
+        Duration::from_secs(30),
+        |s| ready_for(s, &id),
+    );
+    assert_eq!(st["resourceCounts"]["ready"], 20, "{st}");
+}
