@@ -690,7 +690,10 @@ fn manager_offline_keeps_everything_then_resumes_and_collects_garbage() {
         warns.len(),
         warns.join("\n")
     );
-    eprintln!("{} warnings logged during the {outage:?} outage", warns.len());
+    eprintln!(
+        "{} warnings logged during the {outage:?} outage",
+        warns.len()
+    );
     let after: Vec<String> = watched.iter().map(|a| rv(&env, a)).collect();
     assert_eq!(
         before, after,
