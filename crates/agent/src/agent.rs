@@ -167,6 +167,8 @@ impl Agent {
             .cloned();
         let up_to_date = st.applied_deployment_id == bd.spec.deployment_id && current.is_some();
 
+        // After a deploy: the server's answers to its applies.
+        let mut just_applied: Option<Vec<Value>> = None;
         let objects: Vec<Value> = if up_to_date {
             self.waiting.remove(name);
             current
@@ -195,11 +197,13 @@ impl Agent {
                 )
                 .await
                 .map_err(|e| e.to_string())?;
+            let claim = self.drift.claimer(name);
             let t = Target {
                 ds: &self.ds,
                 agent_namespace: &self.agent_namespace,
                 deployment_namespace: &self.up.deployment_namespace,
                 kube_version: &self.kube_version,
+                claim: &claim,
             };
             match deploy::deploy(&t, &bd, &resources, &history).await {
                 Ok(d) => {
@@ -209,6 +213,7 @@ impl Agent {
                     monitor::set_condition(&mut st.conditions, "Deployed", true, "");
                     monitor::set_condition(&mut st.conditions, "Installed", true, "");
                     namespace_metadata(&self.ds, &rel_ns, &bd).await?;
+                    just_applied = Some(d.live);
                     d.objects
                 }
                 Err(e) if e.is_manifest_error() => {
@@ -227,11 +232,50 @@ impl Agent {
             }
         };
 
-        let refs: Vec<ObjRef> = objects.iter().filter_map(ObjRef::of).collect();
-        self.drift.track(name, &refs).await;
-        let mut ob = monitor::observe(&self.ds, &objects, (&rel_name, &rel_ns), &bd.spec.options)
-            .await
-            .map_err(|e| e.to_string())?;
+        // The release before the current one (the history is oldest first and was read before
+        // any deploy above, so after a deploy its newest record is the previous release).
+        let previous: Vec<Value> = {
+            let mut deployed = history.iter().rev().filter(|r| r.status() != "failed");
+            if up_to_date {
+                deployed.next();
+            }
+            deployed
+                .next()
+                .map(|r| release::manifest_objects(r.manifest()))
+                .unwrap_or_default()
+        };
+        // The previous release's objects are watched too: one coming back is reported extra.
+        let refs: Vec<ObjRef> = objects
+            .iter()
+            .chain(&previous)
+            .filter_map(ObjRef::of)
+            .collect();
+        let listed_now = self.drift.track(name, &refs).await;
+        // Right after a deploy the watches may lag behind what was just written: read what the
+        // applies answered, except for kinds whose watch listed after the deploy (newer).
+        let drift_cache = self.drift.cache().clone();
+        let applied_cache = just_applied.as_ref().map(|live| {
+            let older: Vec<Value> = live
+                .iter()
+                .filter(|o| {
+                    ObjRef::of(o).is_some_and(|r| !listed_now.contains(&(r.api_version, r.kind)))
+                })
+                .cloned()
+                .collect();
+            crate::drift::LiveCache::of_objects(&older)
+        });
+        let caches: Vec<&crate::drift::LiveCache> =
+            applied_cache.iter().chain([&drift_cache]).collect();
+        let mut ob = monitor::observe(
+            &self.ds,
+            &caches,
+            &objects,
+            &previous,
+            (&rel_name, &rel_ns),
+            &bd.spec.options,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         let correct = bd
             .spec
             .correct_drift
@@ -255,9 +299,16 @@ impl Agent {
                 tracing::info!(bundledeployment = name, "correcting drift of {r}");
                 correct_drift(&self.ds, &r, o, &m.patch, correct.force).await?;
             }
-            ob = monitor::observe(&self.ds, &objects, (&rel_name, &rel_ns), &bd.spec.options)
-                .await
-                .map_err(|e| e.to_string())?;
+            ob = monitor::observe(
+                &self.ds,
+                &[],
+                &objects,
+                &previous,
+                (&rel_name, &rel_ns),
+                &bd.spec.options,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
         }
         monitor::apply_observation(&mut st, &ob);
         self.write_status(&bd, st)

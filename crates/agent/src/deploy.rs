@@ -184,6 +184,10 @@ pub struct Target<'a> {
     pub deployment_namespace: &'a str,
     /// The downstream Kubernetes version (`.Capabilities.KubeVersion`).
     pub kube_version: &'a str,
+    /// Called with each object just before it is applied, so that watch events on it (its
+    /// status set by a controller while the rest of the bundle is still being applied) are
+    /// already attributed to the BundleDeployment when they arrive.
+    pub claim: &'a (dyn Fn(&ObjRef) + Send + Sync),
 }
 
 /// Result of a deploy: the release (`ns/name:version`) and the applied objects.
@@ -192,6 +196,9 @@ pub struct Deployed {
     pub release: String,
     /// The objects as applied (namespace and ownership metadata set).
     pub objects: Vec<Value>,
+    /// The server's answers to those applies: the live objects right after the deploy, so the
+    /// first status check needs no GET per object.
+    pub live: Vec<Value>,
 }
 
 /// Installs or upgrades the release of `bd` from `resources` (its Content).
@@ -243,6 +250,7 @@ pub async fn deploy(
     }
 
     let mut applied = Vec::with_capacity(objs.len());
+    let mut live_after = Vec::with_capacity(objs.len());
     for mut o in objs {
         let api_version = o
             .get("apiVersion")
@@ -295,7 +303,9 @@ pub async fn deploy(
                 });
             }
         }
-        ds.apply(&r, &o, true)
+        (t.claim)(&r);
+        let now = ds
+            .apply(&r, &o, true)
             .await
             .map_err(|source| DeployError::Apply {
                 what: obj_desc(&r),
@@ -303,6 +313,8 @@ pub async fn deploy(
             })?;
         if r.kind == "CustomResourceDefinition" {
             wait_established(ds, &r).await?;
+        } else {
+            live_after.push(now);
         }
         applied.push(o);
     }
@@ -338,6 +350,7 @@ pub async fn deploy(
     Ok(Deployed {
         release: format!("{rel_ns}/{rel_name}:{version}"),
         objects: applied,
+        live: live_after,
     })
 }
 

@@ -9,6 +9,16 @@ use serde_json::{Map, Value};
 
 use crate::objects::ObjRef;
 
+/// Whether a comparePatch's `name` selects an object named `name`: empty selects all, otherwise
+/// the whole name must match it as a regular expression (upstream matches names as regexes; a
+/// plain name is a regex matching itself). A pattern that does not compile matches only itself.
+pub fn name_matches(pattern: &str, name: &str) -> bool {
+    if pattern.is_empty() || pattern == name {
+        return true;
+    }
+    regex::Regex::new(&format!("^(?:{pattern})$")).is_ok_and(|re| re.is_match(name))
+}
+
 /// The JSON pointers to ignore for `r` under the bundle's comparePatches (`jsonPointers`, plus
 /// `remove` operations' paths).
 pub fn ignored_pointers(patches: &[ComparePatch], r: &ObjRef) -> Vec<String> {
@@ -17,7 +27,7 @@ pub fn ignored_pointers(patches: &[ComparePatch], r: &ObjRef) -> Vec<String> {
         let matches = (p.api_version.is_empty() || p.api_version == r.api_version)
             && (p.kind.is_empty() || p.kind == r.kind)
             && (p.namespace.is_empty() || p.namespace == r.namespace)
-            && (p.name.is_empty() || p.name == r.name);
+            && name_matches(&p.name, &r.name);
         if !matches {
             continue;
         }
@@ -136,6 +146,17 @@ fn contained_patch(desired: &Value, live: &Value) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compare_patch_names_are_anchored_regexes() {
+        assert!(name_matches("", "x"));
+        assert!(name_matches("web", "web"));
+        assert!(!name_matches("web", "web-2"));
+        assert!(name_matches("web-.*", "web-2"));
+        assert!(!name_matches("web-.*", "api-web-2"));
+        assert!(name_matches("(", "("));
+        assert!(!name_matches("(", "x"));
+    }
     use serde_json::json;
 
     #[test]

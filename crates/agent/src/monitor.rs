@@ -12,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
 
 use crate::deploy::owner_of;
+use crate::drift::{LiveCache, Seen};
 use crate::objects::{Downstream, ObjRef};
 
 /// Lists in status are truncated to this many entries (`incompleteState` says so).
@@ -31,9 +32,16 @@ pub struct Observed {
 }
 
 /// Observes the release's objects downstream (`objects` as applied, from the release record).
+/// Live objects come from the first of `caches` that knows them (see [`LiveCache::lookup`]),
+/// else from a GET; pass none right after writing downstream when nothing newer is known.
+/// `previous` are the objects of the release before (upstream reports an object as `delete`
+/// only if the previous release had it): those still live, still this release's and no longer
+/// desired are listed as extra.
 pub async fn observe(
     ds: &Downstream,
+    caches: &[&LiveCache],
     objects: &[Value],
+    previous: &[Value],
     release: (&str, &str),
     opts: &BundleDeploymentOptions,
 ) -> Result<Observed, kube::Error> {
@@ -63,7 +71,11 @@ pub async fn observe(
             delete: false,
             patch,
         };
-        let Some(live) = ds.get(&r).await? else {
+        let live = match seen(caches, &r) {
+            Seen::Present(v) => Some(v),
+            Seen::Absent | Seen::Unknown => ds.get(&r).await?,
+        };
+        let Some(live) = live else {
             ob.counts.missing += 1;
             ob.modified.push(modified(true, false, String::new()));
             continue;
@@ -108,7 +120,47 @@ pub async fn observe(
         }
         ob.counts.ready += 1;
     }
+    for old in previous {
+        let Some(r) = ObjRef::of(old) else {
+            continue;
+        };
+        if objects.iter().any(|o| ObjRef::of(o).as_ref() == Some(&r)) {
+            continue;
+        }
+        let live = match seen(caches, &r) {
+            Seen::Present(v) => Some(v),
+            Seen::Absent => None,
+            Seen::Unknown => ds.get(&r).await?,
+        };
+        let Some(live) = live else {
+            continue;
+        };
+        let (owner, owner_ns) = owner_of(&live);
+        if (owner.as_str(), owner_ns.as_str()) != (release.0, release.1) {
+            continue;
+        }
+        ob.counts.orphaned += 1;
+        ob.modified.push(ModifiedStatus {
+            kind: r.kind.clone(),
+            api_version: r.api_version.clone(),
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            delete: true,
+            ..Default::default()
+        });
+    }
     Ok(ob)
+}
+
+/// What the first cache that knows `r` says of it.
+fn seen(caches: &[&LiveCache], r: &ObjRef) -> Seen {
+    for c in caches {
+        match c.lookup(r) {
+            Seen::Unknown => continue,
+            known => return known,
+        }
+    }
+    Seen::Unknown
 }
 
 /// Sets a condition, keeping its timestamps when nothing about it changed (wrangler's rules:
