@@ -1,0 +1,70 @@
+//! What the benchmarks read about processes from `/proc`: resident memory and CPU time, of this
+//! process or of a child (the manager in `bench scale`).
+
+/// A `Vm*:` field of `/proc/<pid>/status` in KiB.
+fn status_kib(pid: &str, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok()
+}
+
+/// User plus system CPU time of process `pid` so far, in seconds (`/proc/<pid>/stat`, in the
+/// kernel's fixed 100 Hz user-visible ticks); 0 where unavailable.
+fn cpu_seconds_of(pid: &str) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// CPU seconds (user + system) of this process so far.
+pub fn cpu_seconds() -> f64 {
+    cpu_seconds_of("self")
+}
+
+/// CPU seconds (user + system) of process `pid` so far.
+pub fn cpu_seconds_pid(pid: u32) -> f64 {
+    cpu_seconds_of(&pid.to_string())
+}
+
+/// Resident set size of this process.
+pub fn rss_bytes() -> Option<u64> {
+    status_kib("self", "VmRSS:").map(|k| k * 1024)
+}
+
+/// Peak resident set size of this process.
+pub fn hwm_bytes() -> Option<u64> {
+    status_kib("self", "VmHWM:").map(|k| k * 1024)
+}
+
+/// Resident set size of process `pid`.
+pub fn rss_bytes_pid(pid: u32) -> Option<u64> {
+    status_kib(&pid.to_string(), "VmRSS:").map(|k| k * 1024)
+}
+
+/// Peak resident set size of process `pid`.
+pub fn hwm_bytes_pid(pid: u32) -> Option<u64> {
+    status_kib(&pid.to_string(), "VmHWM:").map(|k| k * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_has_memory_and_cpu() {
+        assert!(rss_bytes().unwrap_or(0) > 0);
+        assert!(hwm_bytes().unwrap_or(0) >= rss_bytes().unwrap_or(0));
+        assert_eq!(
+            rss_bytes_pid(std::process::id()).is_some(),
+            rss_bytes().is_some()
+        );
+        assert!(cpu_seconds() >= 0.0);
+    }
+}

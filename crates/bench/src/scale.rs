@@ -1,0 +1,663 @@
+//! `fleet bench scale`: one git commit to every BundleDeployment Ready on N clusters, measured
+//! with the real pieces. The manager is a `fleet server` child process (this same binary, so its
+//! RSS is its own) polling a git repository the bench writes. N agents run the real agent code
+//! (`fleet_agent`) in this process, each registered through a real ClusterRegistrationToken
+//! (made by `fleet install agent-token`) and holding its own credential and connections to the
+//! manager. Each agent's downstream cluster is the real API server router with in-memory storage
+//! and simulated workload status, reached in-process (no socket, no TLS).
+//!
+//! Writes are counted on the manager's store itself: its resourceVersion is a global revision
+//! bumped by every create, update, patch and delete (controllers and agents alike).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use fleet_agent::register::{self, RegisterOptions};
+use fleet_api::BundleDeployment;
+use fleet_apiserver::{ApiServer, ApiServerConfig};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
+use kube::api::{ListParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, Client, ResourceExt};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::procfs;
+
+/// What `fleet bench scale` runs.
+#[derive(Clone, Debug)]
+pub struct ScaleOptions {
+    /// The `fleet` binary, started as the manager (`fleet server`) and for `install agent-token`.
+    pub exe: PathBuf,
+    /// Downstream clusters, one agent each.
+    pub clusters: usize,
+    /// Bundles (directories of the repository).
+    pub bundles: usize,
+    /// Objects per bundle.
+    pub objects: usize,
+    /// Update rounds.
+    pub runs: usize,
+    /// The GitRepo's pollingInterval.
+    pub polling_interval: String,
+    /// Window after Ready in which idle writes are counted.
+    pub idle: Duration,
+    /// Longest wait for any phase.
+    pub timeout: Duration,
+    /// The manager's `--store-sync`.
+    pub store_sync: String,
+}
+
+const WORKSPACE: &str = "fleet-default";
+const GITREPO: &str = "bench";
+const AGENT_NAMESPACE: &str = "cattle-fleet-system";
+/// Downstream namespace of every bundle's objects.
+const TARGET_NAMESPACE: &str = "bench";
+/// Annotation carrying the commit round on every deployed object.
+const REV_ANNOTATION: &str = "fleet-bench/rev";
+/// Label selecting the bench's objects downstream.
+const OBJECT_LABEL: &str = "fleet-bench/object";
+
+/// Runs the benchmark and prints the figures; the `scale:` line comes last.
+pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
+    if opts.clusters == 0 || opts.bundles == 0 || opts.objects == 0 {
+        bail!("--clusters, --bundles and --objects must be at least 1");
+    }
+    let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let say = |m: &str| eprintln!("bench scale: {m}");
+
+    // The manager.
+    let manager = Manager::start(&opts.exe, dir.path(), &opts.store_sync).await?;
+    let admin = fleet_kube::client(Some(&dir.path().join("manager/kubeconfig"))).await?;
+    say(&format!("manager ready at {}", manager.url));
+
+    // One registration token, made by the real `fleet install agent-token`.
+    let bootstrap = agent_token(&opts.exe, &dir.path().join("manager/kubeconfig")).await?;
+
+    // Downstream clusters: what one costs is measured on the way.
+    let rss0 = procfs::rss_bytes().unwrap_or(0);
+    let t = Instant::now();
+    let mut downstreams = Vec::with_capacity(opts.clusters);
+    for i in 0..opts.clusters {
+        downstreams.push(Downstream::new(i, &bootstrap).await?);
+    }
+    let per_ds =
+        (procfs::rss_bytes().unwrap_or(0).saturating_sub(rss0)) as f64 / opts.clusters as f64 / MIB;
+    println!(
+        "downstreams: {} in-memory API servers (simulated workloads) in {:.1} s, {per_ds:.2} MiB each",
+        opts.clusters,
+        t.elapsed().as_secs_f64()
+    );
+
+    // Registration, every agent at once.
+    let rev0 = revision(&admin).await?;
+    let t = Instant::now();
+    let reg = RegisterOptions {
+        system_namespace: AGENT_NAMESPACE.into(),
+        poll_interval: Duration::from_millis(200),
+        timeout: opts.timeout,
+        max_backoff: Duration::from_secs(2),
+        pod_name: None,
+    };
+    let results = futures::future::join_all(downstreams.iter().enumerate().map(|(i, d)| {
+        let mut reg = reg.clone();
+        reg.pod_name = Some(format!("bench-agent-{i}"));
+        let client = d.client.clone();
+        tokio::spawn(async move { register::ensure_registered(client, &reg).await })
+    }))
+    .await;
+    for r in results {
+        r.context("registration task")?
+            .context("registering an agent")?;
+    }
+    let register_s = t.elapsed().as_secs_f64();
+    let reg_writes = revision(&admin).await?.saturating_sub(rev0);
+    println!(
+        "registration: {} agents at once in {register_s:.2} s ({:.0}/s), {:.1} API writes per registration",
+        opts.clusters,
+        opts.clusters as f64 / register_s,
+        reg_writes as f64 / opts.clusters as f64
+    );
+
+    // The agents.
+    let mut agents = Vec::with_capacity(downstreams.len());
+    for d in &downstreams {
+        agents.push(tokio::spawn(fleet_agent::run(
+            d.client.clone(),
+            fleet_agent::AgentOptions {
+                system_namespace: AGENT_NAMESPACE.into(),
+                ..Default::default()
+            },
+        )));
+    }
+
+    let tracker = Tracker::start(admin.clone());
+    let repo = dir.path().join("repo");
+    write_repo(&repo, opts.bundles, opts.objects, 1)?;
+    git_commit(&repo, "round 1", true)?;
+    let expected = opts.clusters * opts.bundles;
+
+    // Ready: GitRepo created right after the first commit → every BD Ready, objects present.
+    let mut phase = Phase::start(&admin, manager.pid).await?;
+    apply_gitrepo(&admin, &repo, opts.bundles, &opts.polling_interval).await?;
+    let ready = wait_ready(
+        &tracker,
+        &downstreams,
+        expected,
+        1,
+        opts.objects * opts.bundles,
+        &HashMap::new(),
+        opts.timeout,
+    )
+    .await;
+    let mut all_ready = ready.is_ok();
+    let ready_s = ready.as_ref().map(|r| r.secs).unwrap_or(f64::NAN);
+    let ready_writes = phase.report("ready", &admin, manager.pid, ready_s).await?;
+    let writes_per_bd = ready_writes as f64 / expected as f64;
+
+    // Idle window.
+    let idle_from = revision(&admin).await?;
+    tokio::time::sleep(opts.idle).await;
+    let idle_writes = revision(&admin).await?.saturating_sub(idle_from);
+    let idle_per_min = idle_writes as f64 * 60.0 / opts.idle.as_secs_f64().max(0.001);
+
+    // Updates: a commit changing every bundle → all Ready again.
+    let mut update_s = Vec::new();
+    let mut ids = ready.map(|r| r.ids).unwrap_or_default();
+    for round in 2..=(opts.runs.max(1) + 1) {
+        if !all_ready {
+            break;
+        }
+        let mut phase = Phase::start(&admin, manager.pid).await?;
+        write_repo(&repo, opts.bundles, opts.objects, round)?;
+        git_commit(&repo, &format!("round {round}"), false)?;
+        match wait_ready(
+            &tracker,
+            &downstreams,
+            expected,
+            round,
+            opts.objects * opts.bundles,
+            &ids,
+            opts.timeout,
+        )
+        .await
+        {
+            Ok(r) => {
+                phase.report("update", &admin, manager.pid, r.secs).await?;
+                update_s.push(r.secs);
+                ids = r.ids;
+            }
+            Err(e) => {
+                say(&format!("update round {round}: {e:#}"));
+                all_ready = false;
+            }
+        }
+    }
+    update_s.sort_by(|a, b| a.total_cmp(b));
+    let update = update_s
+        .get(update_s.len() / 2)
+        .copied()
+        .unwrap_or(f64::NAN);
+
+    let manager_rss = procfs::hwm_bytes_pid(manager.pid).unwrap_or(0) as f64 / MIB;
+    let agents_rss = procfs::hwm_bytes().unwrap_or(0) as f64 / MIB;
+    let bds = tracker.count();
+    // Agents first, so that none logs the manager going away.
+    for a in &agents {
+        a.abort();
+    }
+    tracker.stop();
+    manager.stop().await;
+    println!(
+        "scale: clusters={} bundles={} bundledeployments={} register_s={register_s:.2} ready_s={ready_s:.2} \
+         update_s={update:.2} manager_rss_mib={manager_rss:.0} agents_rss_mib={agents_rss:.0} \
+         writes_per_bd={writes_per_bd:.2} idle_writes_per_min={idle_per_min:.0} all_ready={all_ready}",
+        opts.clusters, opts.bundles, bds,
+    );
+    if !all_ready {
+        bail!("not every BundleDeployment became Ready");
+    }
+    Ok(())
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// The `fleet server` child.
+struct Manager {
+    child: tokio::process::Child,
+    pid: u32,
+    url: String,
+}
+
+impl Manager {
+    async fn start(exe: &Path, dir: &Path, store_sync: &str) -> anyhow::Result<Manager> {
+        let data = dir.join("manager");
+        let log = std::fs::File::create(dir.join("manager.log")).context("manager log")?;
+        let mut child = tokio::process::Command::new(exe)
+            .arg("server")
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["--listen", "127.0.0.1:0", "--store-sync", store_sync])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting fleet server")?;
+        let pid = child.id().context("manager pid")?;
+        let stdout = child.stdout.take().context("manager stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let url = match tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await {
+            Ok(Ok(Some(l))) if l.starts_with("ready ") => l["ready ".len()..].to_string(),
+            other => bail!("the manager did not start: {other:?}"),
+        };
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Ok(Manager { child, pid, url })
+    }
+
+    async fn stop(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+    }
+}
+
+/// The manager store's current revision (every write bumps it).
+async fn revision(admin: &Client) -> anyhow::Result<u64> {
+    let ns: Api<Namespace> = Api::all(admin.clone());
+    let list = ns.list(&ListParams::default().limit(1)).await?;
+    list.metadata
+        .resource_version
+        .as_deref()
+        .and_then(|v| v.parse().ok())
+        .context("the manager's list carries no numeric resourceVersion")
+}
+
+/// Timing, writes and CPU of one phase.
+struct Phase {
+    rev: u64,
+    manager_cpu: f64,
+    own_cpu: f64,
+}
+
+impl Phase {
+    async fn start(admin: &Client, pid: u32) -> anyhow::Result<Phase> {
+        Ok(Phase {
+            rev: revision(admin).await?,
+            manager_cpu: procfs::cpu_seconds_pid(pid),
+            own_cpu: procfs::cpu_seconds(),
+        })
+    }
+
+    /// Prints the phase's line; returns its writes.
+    async fn report(
+        &mut self,
+        name: &str,
+        admin: &Client,
+        pid: u32,
+        secs: f64,
+    ) -> anyhow::Result<u64> {
+        let writes = revision(admin).await?.saturating_sub(self.rev);
+        println!(
+            "{name}: {secs:.2} s, {writes} writes to the manager, cpu: manager {:.1} s, agents+downstreams {:.1} s",
+            procfs::cpu_seconds_pid(pid) - self.manager_cpu,
+            procfs::cpu_seconds() - self.own_cpu,
+        );
+        Ok(writes)
+    }
+}
+
+/// Runs `fleet install agent-token` against the manager; returns the bootstrap Secret it makes.
+async fn agent_token(exe: &Path, kubeconfig: &Path) -> anyhow::Result<Secret> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let out = loop {
+        let out = tokio::process::Command::new(exe)
+            .args(["install", "agent-token", "-n", WORKSPACE, "--kubeconfig"])
+            .arg(kubeconfig)
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .context("running fleet install agent-token")?;
+        if out.status.success() {
+            break out;
+        }
+        // The CRDs appear as the manager starts its controllers.
+        if Instant::now() > deadline {
+            bail!(
+                "fleet install agent-token: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout))
+        .context("parsing the agent-token manifest")?;
+    let secret = docs
+        .into_iter()
+        .find(|d| d["kind"] == "Secret" && d["metadata"]["name"] == register::BOOTSTRAP_SECRET)
+        .context("the agent-token manifest has no bootstrap Secret")?;
+    Ok(serde_json::from_value(secret)?)
+}
+
+/// One in-memory downstream cluster and the in-process client its agent uses.
+struct Downstream {
+    _srv: ApiServer,
+    client: Client,
+}
+
+impl Downstream {
+    /// A fresh API server holding the agent's config (clientID `bench-<i>`) and bootstrap Secret.
+    async fn new(i: usize, bootstrap: &Secret) -> anyhow::Result<Downstream> {
+        let srv = ApiServer::new(ApiServerConfig {
+            simulate_workloads: true,
+            ..ApiServerConfig::in_memory()
+        })
+        .await
+        .context("starting an in-memory API server")?;
+        let client = fleet_kube::in_process(srv.router(), "default");
+        let pp = PostParams::default();
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": AGENT_NAMESPACE}}))?;
+        Api::<Namespace>::all(client.clone())
+            .create(&pp, &ns)
+            .await?;
+        let cm: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": register::CONFIG_MAP, "namespace": AGENT_NAMESPACE},
+            "data": {"config": json!({"clientID": format!("bench-{i}"), "labels": {"bench": "true"}}).to_string()},
+        }))?;
+        Api::<ConfigMap>::namespaced(client.clone(), AGENT_NAMESPACE)
+            .create(&pp, &cm)
+            .await?;
+        let mut secret = bootstrap.clone();
+        secret.metadata.namespace = Some(AGENT_NAMESPACE.into());
+        Api::<Secret>::namespaced(client.clone(), AGENT_NAMESPACE)
+            .create(&pp, &secret)
+            .await?;
+        Ok(Downstream { _srv: srv, client })
+    }
+
+    /// Objects of the bench downstream carrying round `rev`.
+    async fn objects_at(&self, rev: usize) -> anyhow::Result<usize> {
+        let lp = ListParams::default().labels(OBJECT_LABEL);
+        let want = format!("r{rev}");
+        let at = |m: &kube::api::ObjectMeta| {
+            m.annotations
+                .as_ref()
+                .and_then(|a| a.get(REV_ANNOTATION))
+                .is_some_and(|v| *v == want)
+        };
+        let c = &self.client;
+        let cms = Api::<ConfigMap>::namespaced(c.clone(), TARGET_NAMESPACE)
+            .list(&lp)
+            .await?;
+        let deps = Api::<Deployment>::namespaced(c.clone(), TARGET_NAMESPACE)
+            .list(&lp)
+            .await?;
+        let svcs = Api::<Service>::namespaced(c.clone(), TARGET_NAMESPACE)
+            .list(&lp)
+            .await?;
+        Ok(cms.items.iter().filter(|o| at(&o.metadata)).count()
+            + deps.items.iter().filter(|o| at(&o.metadata)).count()
+            + svcs.items.iter().filter(|o| at(&o.metadata)).count())
+    }
+}
+
+/// Every BundleDeployment's deploymentID and whether it is Ready at that ID, kept from a watch.
+#[derive(Clone)]
+struct Tracker {
+    state: Arc<Mutex<HashMap<String, (String, bool)>>>,
+    task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Tracker {
+    fn start(admin: Client) -> Tracker {
+        let t = Tracker {
+            state: Arc::default(),
+            task: Arc::default(),
+        };
+        let state = t.state.clone();
+        let task = tokio::spawn(async move {
+            let api: Api<BundleDeployment> = Api::all(admin);
+            let mut events = watcher(api, watcher::Config::default()).boxed();
+            loop {
+                match events.try_next().await {
+                    Ok(Some(ev)) => {
+                        let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+                        match ev {
+                            watcher::Event::Apply(bd) | watcher::Event::InitApply(bd) => {
+                                s.insert(key(&bd), entry(&bd));
+                            }
+                            watcher::Event::Delete(bd) => {
+                                s.remove(&key(&bd));
+                            }
+                            watcher::Event::Init | watcher::Event::InitDone => {}
+                        }
+                    }
+                    Ok(None) => return,
+                    Err(e) => {
+                        tracing::debug!("bundledeployment watch: {e}");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                }
+            }
+        });
+        *t.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+        t
+    }
+
+    fn stop(&self) {
+        if let Some(t) = self.task.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            t.abort();
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// When `expected` BDs exist and each is Ready at a deploymentID other than its entry in
+    /// `before`: their IDs.
+    fn all_ready(
+        &self,
+        expected: usize,
+        before: &HashMap<String, String>,
+    ) -> Option<HashMap<String, String>> {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if s.len() != expected {
+            return None;
+        }
+        let done = s
+            .iter()
+            .all(|(k, (id, ready))| *ready && before.get(k).is_none_or(|old| old != id));
+        done.then(|| {
+            s.iter()
+                .map(|(k, (id, _))| (k.clone(), id.clone()))
+                .collect()
+        })
+    }
+}
+
+fn key(bd: &BundleDeployment) -> String {
+    format!("{}/{}", bd.namespace().unwrap_or_default(), bd.name_any())
+}
+
+/// (spec.deploymentID, Ready at that ID: applied, `ready` and the Ready condition True).
+fn entry(bd: &BundleDeployment) -> (String, bool) {
+    let id = bd.spec.deployment_id.clone();
+    let ready = bd.status.as_ref().is_some_and(|s| {
+        !id.is_empty()
+            && s.applied_deployment_id == id
+            && s.ready
+            && s.conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+    });
+    (id, ready)
+}
+
+/// What a Ready phase ended with.
+struct Ready {
+    secs: f64,
+    ids: HashMap<String, String>,
+}
+
+/// Waits until every BD is Ready at a new deploymentID, then checks every downstream holds
+/// every object at round `rev`; the time is when both held.
+async fn wait_ready(
+    tracker: &Tracker,
+    downstreams: &[Downstream],
+    expected: usize,
+    rev: usize,
+    objects: usize,
+    before: &HashMap<String, String>,
+    timeout: Duration,
+) -> anyhow::Result<Ready> {
+    let t = Instant::now();
+    let mut last = String::new();
+    while t.elapsed() < timeout {
+        if let Some(ids) = tracker.all_ready(expected, before) {
+            let bd_secs = t.elapsed().as_secs_f64();
+            let counts: Vec<anyhow::Result<usize>> = futures::stream::iter(downstreams)
+                .map(|d| d.objects_at(rev))
+                .buffer_unordered(32)
+                .collect()
+                .await;
+            let short = counts
+                .iter()
+                .filter(|c| !matches!(c, Ok(n) if *n == objects))
+                .count();
+            if short == 0 {
+                eprintln!(
+                    "bench scale: round {rev}: BundleDeployments Ready after {bd_secs:.2} s, downstream objects checked after {:.2} s",
+                    t.elapsed().as_secs_f64()
+                );
+                return Ok(Ready {
+                    secs: t.elapsed().as_secs_f64(),
+                    ids,
+                });
+            }
+            last = format!("{short} downstream clusters miss objects of round {rev}");
+        } else {
+            last = format!("{} of {expected} BundleDeployments seen", tracker.count());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    bail!("round {rev}: not Ready within {timeout:?}: {last}")
+}
+
+/// Creates the GitRepo polling the bench's repository, every bundle directory a path.
+async fn apply_gitrepo(
+    admin: &Client,
+    repo: &Path,
+    bundles: usize,
+    polling: &str,
+) -> anyhow::Result<()> {
+    let paths: Vec<String> = (0..bundles).map(|j| format!("b{j}")).collect();
+    let gitrepo = json!({
+        "apiVersion": "fleet.cattle.io/v1alpha1",
+        "kind": "GitRepo",
+        "metadata": {"name": GITREPO, "namespace": WORKSPACE},
+        "spec": {
+            "repo": format!("file://{}", repo.display()),
+            "branch": "main",
+            "paths": paths,
+            "pollingInterval": polling,
+            "targets": [{"clusterSelector": {}}],
+        }
+    });
+    fleet_kube::apply::apply_yaml(admin, &gitrepo.to_string(), "fleet-bench", WORKSPACE)
+        .await
+        .context("creating the GitRepo")?;
+    Ok(())
+}
+
+/// Writes every bundle at round `rev` (each object annotated with it).
+fn write_repo(repo: &Path, bundles: usize, objects: usize, rev: usize) -> anyhow::Result<()> {
+    for j in 0..bundles {
+        let d = repo.join(format!("b{j}"));
+        std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+        std::fs::write(
+            d.join("fleet.yaml"),
+            format!("defaultNamespace: {TARGET_NAMESPACE}\n"),
+        )?;
+        let docs: Vec<String> = (0..objects)
+            .map(|k| object(j, k, rev).to_string())
+            .collect();
+        std::fs::write(d.join("objects.yaml"), docs.join("\n---\n"))?;
+    }
+    Ok(())
+}
+
+/// Object `k` of bundle `j`: a ConfigMap, Deployment or Service in turn.
+fn object(j: usize, k: usize, rev: usize) -> Value {
+    let name = format!("b{j}-o{k}");
+    let meta = json!({
+        "name": name,
+        "labels": {OBJECT_LABEL: "true", "app": name},
+        "annotations": {REV_ANNOTATION: format!("r{rev}")},
+    });
+    match k % 3 {
+        0 => json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+                    "data": {"rev": format!("r{rev}"), "bundle": format!("b{j}")}}),
+        1 => json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+                    "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                             "template": {"metadata": {"labels": {"app": name}},
+                                          "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}}),
+        _ => json!({"apiVersion": "v1", "kind": "Service", "metadata": meta,
+                    "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": 80}]}}),
+    }
+}
+
+fn git_commit(repo: &Path, msg: &str, init: bool) -> anyhow::Result<()> {
+    let run = |args: &[&str]| -> anyhow::Result<()> {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(repo)
+            .stdin(Stdio::null())
+            .output()
+            .context("running git")?;
+        if !out.status.success() {
+            bail!(
+                "git {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(())
+    };
+    if init {
+        run(&["init", "-q", "-b", "main"])?;
+    }
+    run(&["add", "-A"])?;
+    run(&[
+        "-c",
+        "user.name=fleet bench",
+        "-c",
+        "user.email=bench@localhost",
+        "commit",
+        "-q",
+        "-m",
+        msg,
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_cycle_kinds_and_carry_the_round() {
+        let kinds: Vec<String> = (0..4)
+            .map(|k| object(2, k, 7)["kind"].as_str().unwrap_or("").to_string())
+            .collect();
+        assert_eq!(kinds, ["ConfigMap", "Deployment", "Service", "ConfigMap"]);
+        assert_eq!(
+            object(2, 1, 7)["metadata"]["annotations"][REV_ANNOTATION],
+            "r7"
+        );
+        assert_eq!(object(2, 1, 7)["metadata"]["name"], "b2-o1");
+    }
+}

@@ -1,0 +1,64 @@
+//! `fleet bench scale` end to end (issue #16): the real binary starts a manager process,
+//! registers 20 in-process agents and rolls 5 bundles out to them. Figures are not asserted; the
+//! `scale:` line must be printed last and report every BundleDeployment Ready.
+
+use std::process::Command;
+
+use fleet_testkit::fleet_bin;
+
+/// The value of `key=` in a `scale:` line.
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+#[test]
+fn twenty_clusters_five_bundles_all_ready() {
+    if fleet_testkit::tools::git().is_none() {
+        eprintln!("skipping: git is not installed");
+        return;
+    }
+    let out = Command::new(fleet_bin!())
+        .args(["bench", "scale", "--clusters", "20", "--bundles", "5"])
+        .args(["--idle-secs", "2", "--timeout", "120"])
+        .output()
+        .expect("running fleet bench scale");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "fleet bench scale failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(last.starts_with("scale: "), "last line: {last:?}\n{stdout}");
+    assert_eq!(field(last, "clusters"), Some("20"), "{last}");
+    assert_eq!(field(last, "bundles"), Some("5"), "{last}");
+    assert_eq!(field(last, "bundledeployments"), Some("100"), "{last}");
+    assert_eq!(field(last, "all_ready"), Some("true"), "{last}");
+    for key in [
+        "register_s",
+        "ready_s",
+        "update_s",
+        "manager_rss_mib",
+        "agents_rss_mib",
+        "writes_per_bd",
+        "idle_writes_per_min",
+    ] {
+        let v: f64 = field(last, key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key} is not a number in {last}"));
+        assert!(v.is_finite() && v >= 0.0, "{key}={v} in {last}");
+    }
+    assert!(
+        stdout.contains("registration: 20 agents at once"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn field_parsing() {
+    let l = "scale: clusters=20 bundles=5 all_ready=true";
+    assert_eq!(field(l, "clusters"), Some("20"));
+    assert_eq!(field(l, "bundles"), Some("5"));
+    assert_eq!(field(l, "all"), None);
+}
