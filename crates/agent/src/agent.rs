@@ -317,6 +317,24 @@ impl Agent {
         Ok(())
     }
 
+    /// Forgets every BundleDeployment a completed list did not return (deleted upstream while
+    /// the watch was down); `collect_garbage` then uninstalls their releases.
+    fn forget_all_but(&mut self, listed: &HashSet<String>) {
+        let gone: Vec<String> = self
+            .bds
+            .keys()
+            .filter(|n| !listed.contains(*n))
+            .cloned()
+            .collect();
+        for name in gone {
+            tracing::info!(bundledeployment = %name, "not in the list any more");
+            self.bds.remove(&name);
+            self.reconciled.remove(&name);
+            self.waiting.remove(&name);
+            self.failed.remove(&name);
+        }
+    }
+
     /// After a complete list (so only while connected): uninstalls releases whose
     /// BundleDeployment no longer exists (deleted while the agent was away).
     async fn collect_garbage(&mut self) {
@@ -584,6 +602,10 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
     let mut retry_delay: HashMap<String, Duration> = HashMap::new();
     // Set by a completed (re-)list: once the queue drains, the agent says it is in sync.
     let mut listed = false;
+    // The names a (re-)list in progress has returned: a relist replaces what the agent knows,
+    // so a BundleDeployment deleted while the watch was down (no Delete event) is forgotten and
+    // its release uninstalled by the garbage collection after the list.
+    let mut relisted: Option<HashSet<String>> = None;
     loop {
         tokio::select! {
             ev = bd_events.next() => {
@@ -592,6 +614,9 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
                     Ok(watcher::Event::Apply(bd)) | Ok(watcher::Event::InitApply(bd)) => {
                         log.reset();
                         let name = bd.metadata.name.clone().unwrap_or_default();
+                        if let Some(seen) = relisted.as_mut() {
+                            seen.insert(name.clone());
+                        }
                         let changed = agent.reconciled.get(&name) != Some(&bd.metadata.generation)
                             || bd.metadata.deletion_timestamp.is_some();
                         agent.bds.insert(name.clone(), bd);
@@ -613,8 +638,13 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
                             tracing::warn!(bundledeployment = %name, "uninstall failed: {e}");
                         }
                     }
-                    Ok(watcher::Event::InitDone) => listed = true,
-                    Ok(watcher::Event::Init) => {}
+                    Ok(watcher::Event::InitDone) => {
+                        if let Some(seen) = relisted.take() {
+                            agent.forget_all_but(&seen);
+                        }
+                        listed = true;
+                    }
+                    Ok(watcher::Event::Init) => relisted = Some(HashSet::new()),
                     Err(e) => log.warn(&format!(
                         "watching bundledeployments in {}: {e}; retrying with backoff",
                         agent.up.deployment_namespace

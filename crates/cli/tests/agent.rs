@@ -607,7 +607,7 @@ fn manager_offline_keeps_everything_then_resumes_and_collects_garbage() {
     let Some(mut env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
         return;
     };
-    let mut agent = env.start_agent(&["--checkin-interval", "2s"]);
+    let agent = env.start_agent(&["--checkin-interval", "2s"]);
     let src = tmp.path().join("web");
     write(
         &src,
@@ -729,16 +729,29 @@ fn manager_offline_keeps_everything_then_resumes_and_collects_garbage() {
         "the unchanged bundle was skipped"
     );
 
-    // A BundleDeployment deleted while the agent was away is uninstalled after its next list.
-    agent.kill();
-    env.up.ok(&[
+    // A BundleDeployment deleted while the agent's watch was down (the manager served
+    // elsewhere meanwhile, so no Delete event can reach the agent) is uninstalled after the
+    // running agent's next list.
+    env.manager.process.kill();
+    let elsewhere = fleet_testkit::FleetServer::start(
+        fleet_bin!(),
+        &tmp.path().join("manager"),
+        &["--no-controllers"],
+    );
+    elsewhere.kubectl().expect("kubectl").ok(&[
         "delete",
         "bundledeployment",
         "other",
         "-n",
         CLUSTER_NAMESPACE,
     ]);
-    let agent = env.start_agent(&[]);
+    drop(elsewhere);
+    env.manager = fleet_testkit::FleetServer::start_on(
+        fleet_bin!(),
+        &tmp.path().join("manager"),
+        &format!("127.0.0.1:{port}"),
+        &["--no-controllers"],
+    );
     eventually(
         "the orphaned release to be collected",
         Duration::from_secs(30),

@@ -6,6 +6,7 @@
 //! Used only as a dev-dependency. Panics are the point here: a failed setup fails the test.
 
 pub mod agent_env;
+pub mod cluster;
 pub mod controller;
 pub mod fs;
 pub mod git;
