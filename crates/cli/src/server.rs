@@ -36,6 +36,10 @@ pub struct ServerArgs {
     /// How long superseded revisions stay in the store, for paginated lists at a past revision.
     #[arg(long, value_name = "SECONDS", default_value_t = RETENTION.as_secs())]
     pub store_retention_secs: u64,
+    /// Address of the controllers' listener: git push webhooks at `/`, `/metrics`, `/healthz`,
+    /// `/readyz` (as `fleet controller --listen`); off when unset.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "no_controllers")]
+    pub controller_listen: Option<std::net::SocketAddr>,
 }
 
 /// Runs the server until SIGTERM/SIGINT.
@@ -65,7 +69,7 @@ async fn serve_until_signal(args: ServerArgs) -> anyhow::Result<()> {
     let controllers = if args.no_controllers {
         None
     } else {
-        Some(start_controllers(&server, &args.data_dir).await?)
+        Some(start_controllers(&server, &args.data_dir, args.controller_listen).await?)
     };
     {
         let mut out = std::io::stdout().lock();
@@ -85,6 +89,7 @@ async fn serve_until_signal(args: ServerArgs) -> anyhow::Result<()> {
 async fn start_controllers(
     server: &fleet_apiserver::ServerHandle,
     data_dir: &std::path::Path,
+    listen: Option<std::net::SocketAddr>,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     let client = fleet_kube::in_process(server.router(), "default");
     let api: kube::Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
@@ -105,10 +110,12 @@ async fn start_controllers(
     let opts = fleet_controller::Options {
         cache_dir: Some(data_dir.join("git-cache")),
         registration: Some(registration),
+        listen,
         ..Default::default()
     };
     Ok(tokio::spawn(async move {
-        if let Err(e) = fleet_controller::run(client, opts).await {
+        let on_listen = |a| tracing::info!("controllers listening on http://{a}");
+        if let Err(e) = fleet_controller::run_with(client, opts, on_listen, async {}).await {
             tracing::error!("manager controllers stopped: {e}");
         }
     }))

@@ -321,22 +321,7 @@ impl AgentEnv {
 
     /// Real helm against the downstream cluster; None when helm is missing outside CI.
     pub fn helm(&self, args: &[&str]) -> Option<String> {
-        let helm = crate::tools::helm()?;
-        let out = Command::new(helm)
-            .args(args)
-            .env("KUBECONFIG", &self.downstream.kubeconfig)
-            .env("HELM_CACHE_HOME", self.dir.join("helm-cache"))
-            .env("HELM_CONFIG_HOME", self.dir.join("helm-config"))
-            .env("HELM_DATA_HOME", self.dir.join("helm-data"))
-            .stdin(Stdio::null())
-            .output()
-            .expect("running helm");
-        assert!(
-            out.status.success(),
-            "helm {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Some(String::from_utf8_lossy(&out.stdout).into_owned())
+        crate::cluster::helm(&self.downstream.kubeconfig, &self.dir, args)
     }
 }
 

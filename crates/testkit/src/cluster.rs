@@ -13,17 +13,7 @@ use crate::{FleetProcess, Kubectl};
 pub const AGENT_NAMESPACE: &str = "cattle-fleet-system";
 
 fn fleet_out(bin: &Path, args: &[&str]) -> String {
-    let out = Command::new(bin)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("running fleet {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "fleet {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    crate::agent_env::fleet(bin, Path::new("."), args)
 }
 
 /// Applies the agent config (with `labels`, which the Cluster gets) and a fresh registration

@@ -32,28 +32,7 @@ impl FleetController {
 
     /// GET `path` on the listener: (status code, body).
     pub fn get(&self, path: &str) -> (u16, String) {
-        let mut s = std::net::TcpStream::connect(&self.addr)
-            .unwrap_or_else(|e| panic!("connecting to {}: {e}", self.addr));
-        let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.addr
-        )
-        .expect("writing request");
-        let mut out = String::new();
-        s.read_to_string(&mut out).expect("reading response");
-        let code = out
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0);
-        let body = out
-            .split_once("\r\n\r\n")
-            .map(|x| x.1)
-            .unwrap_or("")
-            .to_string();
-        (code, body)
+        http(&self.addr, "GET", path, &[], "")
     }
 
     /// The value of one metric line (`name` or `name{labels}`), 0 when absent.
@@ -89,4 +68,41 @@ impl FleetController {
             );
         }
     }
+}
+
+/// One plain HTTP/1.1 request to `addr` (a controller listener): (status code, body). Enough for
+/// `/metrics`, `/readyz` and webhook deliveries; no client crate needed.
+pub fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let mut s =
+        std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("connecting to {addr}: {e}"));
+    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).expect("writing request");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("reading response");
+    let code = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|x| x.1)
+        .unwrap_or("")
+        .to_string();
+    (code, body)
 }

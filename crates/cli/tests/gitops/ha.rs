@@ -57,14 +57,9 @@ fn holder(k: &Kubectl, lease: &str) -> Option<String> {
 
 #[test]
 fn leader_election_hands_over_on_sigkill() {
-    let (Some(_), Some(_)) = (fleet_testkit::tools::kubectl(), fleet_testkit::tools::git()) else {
-        assert!(
-            !fleet_testkit::in_ci(),
-            "kubectl and git are required under CI"
-        );
-        println!("skipping: kubectl or git missing");
+    if !super::tools_present() {
         return;
-    };
+    }
     let tmp = tempfile::tempdir().expect("tempdir");
     let (srv, k) = server(&tmp.path().join("server"));
     let repos = tmp.path().join("repos");
@@ -155,14 +150,9 @@ fn leader_election_hands_over_on_sigkill() {
 
 #[test]
 fn shards_handle_only_their_labelled_objects() {
-    let (Some(_), Some(_)) = (fleet_testkit::tools::kubectl(), fleet_testkit::tools::git()) else {
-        assert!(
-            !fleet_testkit::in_ci(),
-            "kubectl and git are required under CI"
-        );
-        println!("skipping: kubectl or git missing");
+    if !super::tools_present() {
         return;
-    };
+    }
     let tmp = tempfile::tempdir().expect("tempdir");
     let (srv, k) = server(&tmp.path().join("server"));
     let repos = tmp.path().join("repos");

@@ -3,7 +3,6 @@
 //! namespace, bring a new commit in although polling is at 1 h; a wrong secret gets 401 and
 //! changes nothing.
 
-use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use fleet_testkit::{FleetController, GitDaemon, GitRepo, Kubectl, eventually, fleet_bin};
@@ -12,30 +11,11 @@ use hmac::{Hmac, Mac};
 use super::T;
 use super::ha::{bundle_commit, server};
 
-/// POSTs `body` to `addr` with `headers`: (status code, body).
+/// POSTs a JSON `body` to the listener at `addr` with `headers`: (status code, body).
 fn post(addr: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(addr).expect("connect to the controller");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    let mut req = format!(
-        "POST / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).expect("write request");
-    let mut out = String::new();
-    s.read_to_string(&mut out).expect("read response");
-    let code = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = out.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
-    (code, body.to_string())
+    let mut h = vec![("Content-Type", "application/json")];
+    h.extend_from_slice(headers);
+    fleet_testkit::controller::http(addr, "POST", "/", &h, body)
 }
 
 fn sign(secret: &str, body: &str) -> String {
@@ -86,14 +66,9 @@ fn at_commit(k: &Kubectl, bundle: &str, want: &str) -> Result<(), String> {
 
 #[test]
 fn webhooks_bring_commits_in_with_polling_at_one_hour() {
-    let (Some(_), Some(_)) = (fleet_testkit::tools::kubectl(), fleet_testkit::tools::git()) else {
-        assert!(
-            !fleet_testkit::in_ci(),
-            "kubectl and git are required under CI"
-        );
-        println!("skipping: kubectl or git missing");
+    if !super::tools_present() {
         return;
-    };
+    }
     let tmp = tempfile::tempdir().expect("tempdir");
     let (srv, k) = server(&tmp.path().join("server"));
     let repos = tmp.path().join("repos");
@@ -218,4 +193,53 @@ fn webhooks_bring_commits_in_with_polling_at_one_hour() {
     assert_eq!(webhook_commit(&k, "gr"), c3);
     // The GitRepo on branch `other` still deploys the first commit: polls are hourly.
     at_commit(&k, "other-a", &c1).expect("other-a untouched");
+}
+
+/// `fleet server --controller-listen` serves the same listener as `fleet controller --listen`:
+/// readiness, and a push webhook (no secret configured: accepted, as upstream) that records the
+/// pushed commit on the GitRepo of that repository and branch.
+#[test]
+fn fleet_server_controller_listen_serves_webhooks() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        l.local_addr().expect("addr").to_string()
+    };
+    let srv = fleet_testkit::FleetServer::start(
+        fleet_bin!(),
+        &tmp.path().join("server"),
+        &["--controller-listen", &addr],
+    );
+    eventually("controllers ready", T, || {
+        match std::net::TcpStream::connect(&addr) {
+            Ok(_) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        match fleet_testkit::controller::http(&addr, "GET", "/readyz", &[], "") {
+            (200, _) => Ok(()),
+            (c, b) => Err(format!("{c} {b}")),
+        }
+    });
+    let Some(k) = srv.kubectl() else {
+        assert!(!fleet_testkit::in_ci(), "kubectl is required under CI");
+        println!("skipping the GitRepo part: kubectl missing");
+        return;
+    };
+    let url = "https://git.example.invalid/team/app";
+    k.apply(&format!(
+        "apiVersion: fleet.cattle.io/v1alpha1\nkind: GitRepo\nmetadata:\n  name: app\n  namespace: fleet-default\nspec:\n  repo: {url}\n  branch: main\n  pollingInterval: 1h\n"
+    ));
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    let (code, msg) = post(
+        &addr,
+        &[("X-GitHub-Event", "push")],
+        &github_push(url, "main", commit),
+    );
+    assert_eq!(code, 200, "{msg}");
+    eventually("webhookCommit recorded", T, || {
+        match webhook_commit(&k, "app") {
+            c if c == commit => Ok(()),
+            c => Err(format!("webhookCommit {c:?}")),
+        }
+    });
 }
