@@ -12,7 +12,6 @@ use fleet_api::{BundleDeployment, BundleDeploymentStatus};
 use futures::StreamExt;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -563,6 +562,14 @@ pub fn merge_diff(old: &Value, new: &Value) -> Option<Value> {
     }
 }
 
+/// Sleeps until `at` (forever when `None`; the caller guards the branch).
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Runs the deploy loop until the process ends. Errors talking to the manager are retried by the
 /// watch (capped backoff with jitter) and logged at a capped rate; nothing is deleted because of
 /// them.
@@ -595,9 +602,13 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
         tx,
     };
     let api = agent.bd_api();
-    let mut bd_events = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
+    // Backoff is ours, not the watcher's: a connection error waits (800 ms doubling to 30 s, as
+    // client-go's reflector), but an answer from the manager (a relist after "too old resource
+    // version", which a restarted manager gives) resumes at once: the manager is back.
+    let mut bd_events = watcher(api, watcher::Config::default()).boxed();
+    let mut watch_backoff =
+        crate::backoff::Backoff::new(Duration::from_millis(800), Duration::from_secs(30));
+    let mut resume_at: Option<tokio::time::Instant> = None;
     let mut log = RateLimitedLog::new(Duration::from_secs(30));
     let mut retry_delay: HashMap<String, Duration> = HashMap::new();
     // Set by a completed (re-)list: once the queue drains, the agent says it is in sync.
@@ -608,8 +619,16 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
     let mut relisted: Option<HashSet<String>> = None;
     loop {
         tokio::select! {
-            ev = bd_events.next() => {
+            () = sleep_until_some(resume_at), if resume_at.is_some() => resume_at = None,
+            ev = bd_events.next(), if resume_at.is_none() => {
                 let Some(ev) = ev else { return };
+                match &ev {
+                    Ok(_) => watch_backoff.reset(),
+                    Err(watcher::Error::WatchError(st)) if st.code == 410 => watch_backoff.reset(),
+                    Err(_) => {
+                        resume_at = Some(tokio::time::Instant::now() + watch_backoff.next_delay());
+                    }
+                }
                 match ev {
                     Ok(watcher::Event::Apply(bd)) | Ok(watcher::Event::InitApply(bd)) => {
                         log.reset();

@@ -22,7 +22,7 @@ use fleet_apiserver::{ApiServer, ApiServerConfig};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
-use kube::api::{ListParams, PostParams};
+use kube::api::{DynamicObject, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
@@ -163,7 +163,9 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     // Idle window.
     let idle_from = revision(&admin).await?;
     tokio::time::sleep(opts.idle).await;
-    let idle_writes = revision(&admin).await?.saturating_sub(idle_from);
+    let idle_to = revision(&admin).await?;
+    let idle_writes = idle_to.saturating_sub(idle_from);
+    print_writes_by_resource("idle", &admin, idle_from, idle_to).await;
     let idle_per_min = idle_writes as f64 * 60.0 / opts.idle.as_secs_f64().max(0.001);
 
     // Updates: a commit changing every bundle → all Ready again.
@@ -301,14 +303,88 @@ impl Phase {
         pid: u32,
         secs: f64,
     ) -> anyhow::Result<u64> {
-        let writes = revision(admin).await?.saturating_sub(self.rev);
+        let to = revision(admin).await?;
+        let writes = to.saturating_sub(self.rev);
         println!(
             "{name}: {secs:.2} s, {writes} writes to the manager, cpu: manager {:.1} s, agents+downstreams {:.1} s",
             procfs::cpu_seconds_pid(pid) - self.manager_cpu,
             procfs::cpu_seconds() - self.own_cpu,
         );
+        print_writes_by_resource(name, admin, self.rev, to).await;
+        self.rev = to;
         Ok(writes)
     }
+}
+
+/// Prints the manager's writes between two revisions by resource (`  ready writes: bundledeployments
+/// 2550, ...`), read back from the store's watch history: every create, update, patch and delete
+/// is one event there, so this shows where the write budget goes.
+async fn print_writes_by_resource(name: &str, admin: &Client, from: u64, to: u64) {
+    match writes_by_resource(admin, from, to).await {
+        Ok(counts) => {
+            let parts: Vec<String> = counts.iter().map(|(r, n)| format!("{r} {n}")).collect();
+            println!("{name} writes: {}", parts.join(", "));
+        }
+        Err(e) => eprintln!("bench scale: {name}: writes by resource unavailable: {e:#}"),
+    }
+}
+
+/// Events after `from` up to `to` per watchable resource, most written first.
+async fn writes_by_resource(
+    admin: &Client,
+    from: u64,
+    to: u64,
+) -> anyhow::Result<Vec<(String, u64)>> {
+    let discovery = kube::Discovery::new(admin.clone()).run().await?;
+    let mut resources = Vec::new();
+    for group in discovery.groups() {
+        for (ar, caps) in group.recommended_resources() {
+            if caps.supports_operation(kube::discovery::verbs::WATCH) {
+                resources.push(ar);
+            }
+        }
+    }
+    let counted = futures::future::join_all(resources.into_iter().map(|ar| {
+        let client = admin.clone();
+        async move {
+            let api: Api<DynamicObject> = Api::all_with(client, &ar);
+            let wp = WatchParams::default().timeout(1);
+            let mut n = 0u64;
+            let mut events = api.watch(&wp, &from.to_string()).await?.boxed();
+            while let Some(ev) = events.try_next().await? {
+                let obj = match ev {
+                    WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => o,
+                    WatchEvent::Bookmark(_) => continue,
+                    WatchEvent::Error(e) => anyhow::bail!("{}: {e}", ar.plural),
+                };
+                let rv: u64 = obj
+                    .metadata
+                    .resource_version
+                    .as_deref()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(u64::MAX);
+                if rv <= to {
+                    n += 1;
+                }
+            }
+            let name = if ar.group.is_empty() {
+                ar.plural.clone()
+            } else {
+                format!("{}.{}", ar.plural, ar.group)
+            };
+            anyhow::Ok((name, n))
+        }
+    }))
+    .await;
+    let mut counts = Vec::new();
+    for c in counted {
+        let (r, n) = c?;
+        if n > 0 {
+            counts.push((r, n));
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Ok(counts)
 }
 
 /// Runs `fleet install agent-token` against the manager; returns the bootstrap Secret it makes.

@@ -564,6 +564,83 @@ async fn file_backed_restart_keeps_data_and_continues_revisions() {
     assert_eq!(p.rev, 13);
 }
 
+/// A watcher of a restarted store resumes from the revision it last saw: the history comes
+/// back from the log (kinds, values and previous values as first published), so clients do not
+/// all get 410 and relist after a restart.
+#[tokio::test]
+async fn watch_history_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    {
+        let s = Store::open(StoreConfig::file(&path)).unwrap();
+        for i in 0..10 {
+            s.create(&key(i), obj("cm", &i.to_string())).await.unwrap();
+        }
+        s.update(&key(2), Some(3), obj("cm", "updated"))
+            .await
+            .unwrap();
+        s.delete(&key(9), None).await.unwrap();
+    }
+    let s = Store::open(StoreConfig::file(&path)).unwrap();
+    assert_eq!(
+        s.oldest_rev(),
+        0,
+        "the whole log is within the history window"
+    );
+    let mut w = s.watch("/core/configmaps/", 8).unwrap();
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        let e = next_event(&mut w).await;
+        got.push((
+            e.kind,
+            e.obj.rev,
+            data_of(&e.obj),
+            e.prev.map(|p| (p.rev, data_of(&p))),
+        ));
+    }
+    assert_eq!(
+        got,
+        vec![
+            (EventKind::Added, 9, "8".to_string(), None),
+            (EventKind::Added, 10, "9".to_string(), None),
+            (
+                EventKind::Modified,
+                11,
+                "updated".to_string(),
+                Some((3, "2".to_string()))
+            ),
+            (
+                EventKind::Deleted,
+                12,
+                "9".to_string(),
+                Some((10, "9".to_string()))
+            ),
+        ]
+    );
+    // Then live events, with nothing repeated.
+    s.create(&key(20), obj("cm", "live")).await.unwrap();
+    let e = next_event(&mut w).await;
+    assert_eq!((e.kind, e.obj.rev), (EventKind::Added, 13));
+
+    // A smaller window keeps only the newest revisions.
+    drop(w);
+    drop(s);
+    let s = Store::open(StoreConfig {
+        path: Some(path),
+        history: 2,
+        ..StoreConfig::in_memory()
+    })
+    .unwrap();
+    assert_eq!(s.oldest_rev(), 11);
+    assert!(matches!(
+        s.watch("/core/configmaps/", 10),
+        Err(StoreError::Compacted {
+            requested: 10,
+            oldest: 11
+        })
+    ));
+}
+
 /// In file mode, a list at a past revision is served from the SQLite log once history and
 /// snapshots no longer cover it, and answers Compacted after compaction.
 #[tokio::test]

@@ -186,6 +186,58 @@ pub(crate) fn load(conn: &Connection) -> Result<Loaded, StoreError> {
     })
 }
 
+/// The log after revision `after` as watch events, so a restarted server lets a watcher resume
+/// from the revision it last saw instead of answering 410 and making every client relist. Only
+/// a run of consecutive revisions whose previous values are still stored is returned (a gap or
+/// a compacted previous value restarts the run after it).
+pub(crate) fn load_history(conn: &Connection, after: Rev) -> Result<Vec<super::Event>, StoreError> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT k.id, k.name, k.created, k.deleted, k.value, p.id, p.value FROM kv k \
+             LEFT JOIN kv p ON k.prev_revision > 0 AND p.id = k.prev_revision \
+             WHERE k.id > ?1 ORDER BY k.id",
+        )
+        .map_err(|e| sql_err("preparing history", e))?;
+    let mut rows = stmt
+        .query(params![after])
+        .map_err(|e| sql_err("loading history", e))?;
+    let mut events: Vec<super::Event> = Vec::new();
+    while let Some(row) = rows.next().map_err(|e| sql_err("loading history row", e))? {
+        let id: Rev = row.get(0).map_err(|e| sql_err("reading id", e))?;
+        let name: String = row.get(1).map_err(|e| sql_err("reading name", e))?;
+        let created: bool = row.get(2).map_err(|e| sql_err("reading created", e))?;
+        let deleted: bool = row.get(3).map_err(|e| sql_err("reading deleted", e))?;
+        let value: Vec<u8> = row.get(4).map_err(|e| sql_err("reading value", e))?;
+        let prev_id: Option<Rev> = row.get(5).map_err(|e| sql_err("reading prev id", e))?;
+        let prev: Option<Vec<u8>> = row.get(6).map_err(|e| sql_err("reading prev value", e))?;
+        let consecutive = events.last().is_none_or(|e| e.obj.rev + 1 == id);
+        if !consecutive || (!created && prev.is_none()) {
+            events.clear();
+            if !created && prev.is_none() {
+                continue;
+            }
+        }
+        let prev = match prev {
+            Some(p) if !created => Some(obj_from_stored(&name, prev_id.unwrap_or(0), p)?),
+            _ => None,
+        };
+        let kind = if created {
+            super::EventKind::Added
+        } else if deleted {
+            super::EventKind::Deleted
+        } else {
+            super::EventKind::Modified
+        };
+        events.push(super::Event {
+            kind,
+            key: Arc::from(name.as_str()),
+            obj: obj_from_stored(&name, id, value)?,
+            prev,
+        });
+    }
+    Ok(events)
+}
+
 /// Rebuilds an `Obj` from a stored row (the stored JSON already carries its resourceVersion).
 pub(crate) fn obj_from_stored(name: &str, id: Rev, mut value: Vec<u8>) -> Result<Obj, StoreError> {
     let labels = super::labels_from_json(&value).map_err(|e| {

@@ -44,7 +44,7 @@ pub struct Obj {
 }
 
 /// What happened to a key at one revision.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventKind {
     Added,
     Modified,
@@ -268,11 +268,20 @@ impl Store {
         for (k, v) in loaded.items {
             map.insert(k, v);
         }
+        // The watch history survives a restart (what the log still holds of it), so watchers
+        // resume where they were.
+        let history: VecDeque<Event> = if cfg.history > 0 && cfg.path.is_some() {
+            let window = Rev::try_from(cfg.history).unwrap_or(Rev::MAX);
+            let after = loaded.rev.saturating_sub(window).max(loaded.compact_rev);
+            db::load_history(&conn, after)?.into()
+        } else {
+            VecDeque::new()
+        };
         let shared = Arc::new(Shared {
             state: RwLock::new(State {
                 map,
                 rev: loaded.rev,
-                history: VecDeque::new(),
+                history,
                 history_cap: cfg.history,
                 compact_rev: loaded.compact_rev,
             }),
