@@ -162,10 +162,12 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
 
     // Idle window.
     let idle_from = revision(&admin).await?;
+    let idle_counter = WriteCounter::start(&admin, idle_from).await?;
     tokio::time::sleep(opts.idle).await;
     let idle_to = revision(&admin).await?;
     let idle_writes = idle_to.saturating_sub(idle_from);
-    print_writes_by_resource("idle", &admin, idle_from, idle_to).await;
+    idle_counter.print("idle", idle_to).await;
+    drop(idle_counter);
     let idle_per_min = idle_writes as f64 * 60.0 / opts.idle.as_secs_f64().max(0.001);
 
     // Updates: a commit changing every bundle → all Ready again.
@@ -282,14 +284,17 @@ async fn revision(admin: &Client) -> anyhow::Result<u64> {
 /// Timing, writes and CPU of one phase.
 struct Phase {
     rev: u64,
+    writes: WriteCounter,
     manager_cpu: f64,
     own_cpu: f64,
 }
 
 impl Phase {
     async fn start(admin: &Client, pid: u32) -> anyhow::Result<Phase> {
+        let rev = revision(admin).await?;
         Ok(Phase {
-            rev: revision(admin).await?,
+            rev,
+            writes: WriteCounter::start(admin, rev).await?,
             manager_cpu: procfs::cpu_seconds_pid(pid),
             own_cpu: procfs::cpu_seconds(),
         })
@@ -310,81 +315,104 @@ impl Phase {
             procfs::cpu_seconds_pid(pid) - self.manager_cpu,
             procfs::cpu_seconds() - self.own_cpu,
         );
-        print_writes_by_resource(name, admin, self.rev, to).await;
+        self.writes.print(name, to).await;
         self.rev = to;
         Ok(writes)
     }
 }
 
-/// Prints the manager's writes between two revisions by resource (`  ready writes: bundledeployments
-/// 2550, ...`), read back from the store's watch history: every create, update, patch and delete
-/// is one event there, so this shows where the write budget goes.
-async fn print_writes_by_resource(name: &str, admin: &Client, from: u64, to: u64) {
-    match writes_by_resource(admin, from, to).await {
-        Ok(counts) => {
-            let parts: Vec<String> = counts.iter().map(|(r, n)| format!("{r} {n}")).collect();
-            println!("{name} writes: {}", parts.join(", "));
+/// The manager's writes by resource, counted by one live watch per watchable resource opened
+/// at a phase's start (every create, update, patch and delete is one event), so the breakdown
+/// does not depend on how much history the server keeps.
+struct WriteCounter {
+    revs: Arc<Mutex<HashMap<String, Vec<u64>>>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl WriteCounter {
+    async fn start(admin: &Client, from: u64) -> anyhow::Result<WriteCounter> {
+        let discovery = kube::Discovery::new(admin.clone()).run().await?;
+        let revs: Arc<Mutex<HashMap<String, Vec<u64>>>> = Arc::default();
+        let mut tasks = Vec::new();
+        for group in discovery.groups() {
+            for (ar, caps) in group.recommended_resources() {
+                if !caps.supports_operation(kube::discovery::verbs::WATCH) {
+                    continue;
+                }
+                let name = if ar.group.is_empty() {
+                    ar.plural.clone()
+                } else {
+                    format!("{}.{}", ar.plural, ar.group)
+                };
+                let api: Api<DynamicObject> = Api::all_with(admin.clone(), &ar);
+                let revs = revs.clone();
+                tasks.push(tokio::spawn(async move {
+                    let mut since = from.to_string();
+                    loop {
+                        let wp = WatchParams::default().timeout(290);
+                        let Ok(events) = api.watch(&wp, &since).await else {
+                            return;
+                        };
+                        let mut events = events.boxed();
+                        while let Ok(Some(ev)) = events.try_next().await {
+                            let obj = match ev {
+                                WatchEvent::Added(o)
+                                | WatchEvent::Modified(o)
+                                | WatchEvent::Deleted(o) => o,
+                                WatchEvent::Bookmark(_) => continue,
+                                WatchEvent::Error(_) => return,
+                            };
+                            let Some(rv) = obj.metadata.resource_version else {
+                                continue;
+                            };
+                            if let Ok(r) = rv.parse::<u64>() {
+                                revs.lock()
+                                    .unwrap_or_else(|p| p.into_inner())
+                                    .entry(name.clone())
+                                    .or_default()
+                                    .push(r);
+                            }
+                            since = rv;
+                        }
+                    }
+                }));
+            }
         }
-        Err(e) => eprintln!("bench scale: {name}: writes by resource unavailable: {e:#}"),
+        Ok(WriteCounter { revs, tasks })
+    }
+
+    /// Prints `NAME writes: resource n, ...` for the events up to revision `to`, most first.
+    async fn print(&self, name: &str, to: u64) {
+        // The watches trail the writes a little: wait (briefly) until one has seen `to`.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            let seen = {
+                let revs = self.revs.lock().unwrap_or_else(|p| p.into_inner());
+                revs.values().flatten().max().copied().unwrap_or(0)
+            };
+            if seen >= to {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let revs = self.revs.lock().unwrap_or_else(|p| p.into_inner());
+        let mut counts: Vec<(&String, usize)> = revs
+            .iter()
+            .map(|(r, v)| (r, v.iter().filter(|x| **x <= to).count()))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        let parts: Vec<String> = counts.iter().map(|(r, n)| format!("{r} {n}")).collect();
+        println!("{name} writes: {}", parts.join(", "));
     }
 }
 
-/// Events after `from` up to `to` per watchable resource, most written first.
-async fn writes_by_resource(
-    admin: &Client,
-    from: u64,
-    to: u64,
-) -> anyhow::Result<Vec<(String, u64)>> {
-    let discovery = kube::Discovery::new(admin.clone()).run().await?;
-    let mut resources = Vec::new();
-    for group in discovery.groups() {
-        for (ar, caps) in group.recommended_resources() {
-            if caps.supports_operation(kube::discovery::verbs::WATCH) {
-                resources.push(ar);
-            }
+impl Drop for WriteCounter {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
         }
     }
-    let counted = futures::future::join_all(resources.into_iter().map(|ar| {
-        let client = admin.clone();
-        async move {
-            let api: Api<DynamicObject> = Api::all_with(client, &ar);
-            let wp = WatchParams::default().timeout(1);
-            let mut n = 0u64;
-            let mut events = api.watch(&wp, &from.to_string()).await?.boxed();
-            while let Some(ev) = events.try_next().await? {
-                let obj = match ev {
-                    WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => o,
-                    WatchEvent::Bookmark(_) => continue,
-                    WatchEvent::Error(e) => anyhow::bail!("{}: {e}", ar.plural),
-                };
-                let rv: u64 = obj
-                    .metadata
-                    .resource_version
-                    .as_deref()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(u64::MAX);
-                if rv <= to {
-                    n += 1;
-                }
-            }
-            let name = if ar.group.is_empty() {
-                ar.plural.clone()
-            } else {
-                format!("{}.{}", ar.plural, ar.group)
-            };
-            anyhow::Ok((name, n))
-        }
-    }))
-    .await;
-    let mut counts = Vec::new();
-    for c in counted {
-        let (r, n) = c?;
-        if n > 0 {
-            counts.push((r, n));
-        }
-    }
-    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    Ok(counts)
 }
 
 /// Runs `fleet install agent-token` against the manager; returns the bootstrap Secret it makes.

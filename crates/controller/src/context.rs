@@ -223,7 +223,12 @@ impl Context {
         // BundleDeployments → index; their bundle, cluster and GitRepo. Every shard's BDs: a
         // Cluster's status counts all BDs in its namespace (keys of other shards' bundles find
         // nothing in this shard's caches and are dropped by the controllers).
-        let t = triggers.clone();
+        let pending = Arc::new(Mutex::new(BdTriggers::default()));
+        streams.push(Box::pin(flush_bd_triggers(
+            pending.clone(),
+            triggers.clone(),
+        )));
+        let t = pending;
         let idx = index.clone();
         let s = watcher(
             Api::<BundleDeployment>::all(client.clone()),
@@ -435,16 +440,50 @@ impl Context {
     }
 }
 
-fn route_bd(t: &Triggers, bd: &BundleDeployment) {
+/// How long BundleDeployment events are gathered before their Bundles, GitRepos and Clusters
+/// are queued: during a rollout a Cluster's BDs change one after another, and each status
+/// derived from them is then written once a second at most instead of once per BD change.
+const BD_TRIGGER_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Keys a BundleDeployment event asks to reconcile, gathered for one window.
+#[derive(Default)]
+struct BdTriggers {
+    bundles: HashSet<ObjectRef<Bundle>>,
+    gitrepos: HashSet<ObjectRef<GitRepo>>,
+    clusters: HashSet<ObjectRef<Cluster>>,
+}
+
+fn route_bd(t: &Mutex<BdTriggers>, bd: &BundleDeployment) {
     let m = &bd.metadata;
+    let Ok(mut t) = t.lock() else { return };
     if let (Some(b), Some(bns)) = (label(m, BUNDLE_LABEL), label(m, BUNDLE_NAMESPACE_LABEL)) {
-        let _ = t.bundle.send(ObjectRef::new(b).within(bns));
+        t.bundles.insert(ObjectRef::new(b).within(bns));
         if let Some(repo) = label(m, REPO_LABEL) {
-            let _ = t.gitrepo.send(ObjectRef::new(repo).within(bns));
+            t.gitrepos.insert(ObjectRef::new(repo).within(bns));
         }
     }
     if let (Some(c), Some(cns)) = (label(m, CLUSTER_LABEL), label(m, CLUSTER_NAMESPACE_LABEL)) {
-        let _ = t.cluster.send(ObjectRef::new(c).within(cns));
+        t.clusters.insert(ObjectRef::new(c).within(cns));
+    }
+}
+
+/// Sends the gathered keys to the work queues once per window, each key once.
+async fn flush_bd_triggers(pending: Arc<Mutex<BdTriggers>>, t: Arc<Triggers>) {
+    loop {
+        tokio::time::sleep(BD_TRIGGER_WINDOW).await;
+        let batch = match pending.lock() {
+            Ok(mut p) => std::mem::take(&mut *p),
+            Err(_) => return,
+        };
+        for b in batch.bundles {
+            let _ = t.bundle.send(b);
+        }
+        for g in batch.gitrepos {
+            let _ = t.gitrepo.send(g);
+        }
+        for c in batch.clusters {
+            let _ = t.cluster.send(c);
+        }
     }
 }
 
