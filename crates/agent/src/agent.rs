@@ -75,6 +75,8 @@ impl Agent {
         bd: &BundleDeployment,
         new: BundleDeploymentStatus,
     ) -> Result<(), kube::Error> {
+        let mut new = new;
+        new.display = display_of(bd, &new);
         let old = bd.status.clone().unwrap_or_default();
         let (Ok(old_v), Ok(new_v)) = (serde_json::to_value(&old), serde_json::to_value(&new))
         else {
@@ -559,6 +561,41 @@ pub fn merge_diff(old: &Value, new: &Value) -> Option<Value> {
         }
         _ if old == new => None,
         _ => Some(new.clone()),
+    }
+}
+
+/// `status.display` as upstream's manager derives it from the agent's status (the `Deployed` and
+/// `Monitored` printer columns and the state), written here in the same status patch: upstream
+/// spends one more manager write per status change on it.
+fn display_of(
+    bd: &BundleDeployment,
+    status: &BundleDeploymentStatus,
+) -> fleet_api::BundleDeploymentDisplay {
+    let message = |t: &str| {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == t)
+            .map(|c| {
+                if c.reason == "Error" {
+                    format!("Error: {}", c.message)
+                } else {
+                    c.status.clone()
+                }
+            })
+            .unwrap_or_default()
+    };
+    let with_status = BundleDeployment {
+        metadata: Default::default(),
+        spec: bd.spec.clone(),
+        status: Some(status.clone()),
+    };
+    fleet_api::BundleDeploymentDisplay {
+        deployed: message("Deployed"),
+        monitored: message("Monitored"),
+        state: fleet_targeting::status::deployment_state(&with_status)
+            .as_str()
+            .to_string(),
     }
 }
 

@@ -119,9 +119,13 @@ fn bd(mk: &Kubectl, ns: &str, name: &str) -> Option<Value> {
 fn bd_ready(mk: &Kubectl, ns: &str, name: &str) -> Result<Value, String> {
     let b = bd(mk, ns, name).ok_or_else(|| format!("no BundleDeployment {ns}/{name}"))?;
     let s = &b["status"];
+    // `display` feeds the DEPLOYED and MONITORED printer columns, as upstream's manager sets it.
     if s["appliedDeploymentID"] == b["spec"]["deploymentID"]
         && s["ready"] == true
         && s["nonModified"] == true
+        && s["display"]["deployed"] == "True"
+        && s["display"]["monitored"] == "True"
+        && s["display"]["state"] == "Ready"
     {
         Ok(b)
     } else {
@@ -332,6 +336,18 @@ fn end_to_end() {
             bd_ready(&mk, &prod.ns(), "e2e-audit")
         });
         configmap(&prod.k, "e2e-audit", "audit-policy").expect("audit on prod");
+        let table = mk.ok(&["get", "bundledeployments", "-n", &prod.ns()]);
+        let row = table
+            .lines()
+            .find(|l| l.starts_with("e2e-raw "))
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>();
+        assert_eq!(
+            row.get(1..3),
+            Some(&["True", "True"][..]),
+            "DEPLOYED and MONITORED columns:\n{table}"
+        );
         assert!(
             bd(&mk, &dev.ns(), "e2e-audit").is_none(),
             "audit is prod-only"
