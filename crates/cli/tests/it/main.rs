@@ -1,7 +1,13 @@
 //! The `fleet` binary's integration tests, one test binary with a module per area.
 
+mod agent;
+mod bench_scale;
 mod common;
+mod dev;
+mod e2e;
 mod fleet_test_cmd;
+mod gitops;
+mod registration;
 mod security_fleet_shape;
 mod server_bad_input;
 mod server_cli;

@@ -15,13 +15,9 @@ use fleet_testkit::{
 };
 use serde_json::Value;
 
-#[path = "gitops/crash.rs"]
 mod crash;
-#[path = "gitops/ha.rs"]
 mod ha;
-#[path = "gitops/printers.rs"]
 mod printers;
-#[path = "gitops/webhook.rs"]
 mod webhook;
 
 const T: Duration = Duration::from_secs(60);

@@ -865,7 +865,7 @@ fn helm_chart_with_cluster_values_and_kustomize_go_ready_on_a_simulated_kubelet(
 }
 
 /// Figure for the README, run by hand:
-/// `cargo test -p fleet-cli --test agent idle_rss -- --ignored --nocapture`.
+/// `cargo test -p fleet-cli --test it agent::idle_rss -- --ignored --nocapture`.
 #[test]
 #[ignore = "measurement, prints figures"]
 fn idle_rss_with_50_bundledeployments() {
