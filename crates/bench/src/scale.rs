@@ -247,6 +247,8 @@ impl Manager {
             .arg("--data-dir")
             .arg(&data)
             .args(["--listen", "127.0.0.1:0", "--store-sync", store_sync])
+            // Only the N benchmarked clusters: no Cluster `local`, no heartbeat of its own.
+            .arg("--no-local-agent")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log)
@@ -514,6 +516,7 @@ impl Downstream {
 struct Tracker {
     state: Arc<Mutex<HashMap<String, (String, bool)>>>,
     task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    admin: Client,
 }
 
 impl Tracker {
@@ -521,6 +524,7 @@ impl Tracker {
         let t = Tracker {
             state: Arc::default(),
             task: Arc::default(),
+            admin: admin.clone(),
         };
         let state = t.state.clone();
         let task = tokio::spawn(async move {
@@ -560,6 +564,52 @@ impl Tracker {
 
     fn count(&self) -> usize {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Why a round did not end: the watch's view against a fresh list (a difference means the
+    /// watch missed events), and a few BundleDeployments that are not Ready, with their status.
+    async fn diagnose(&self, before: &HashMap<String, String>) -> String {
+        let api: Api<BundleDeployment> = Api::all(self.admin.clone());
+        let list = match api.list(&Default::default()).await {
+            Ok(l) => l.items,
+            Err(e) => return format!("listing BundleDeployments: {e}"),
+        };
+        let watched = self.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut stale = 0;
+        let mut not_ready = Vec::new();
+        for bd in &list {
+            let (id, ready) = entry(bd);
+            let k = key(bd);
+            if watched.get(&k) != Some(&(id.clone(), ready)) {
+                stale += 1;
+            }
+            if !ready || before.get(&k).is_some_and(|old| *old == id) {
+                not_ready.push(bd);
+            }
+        }
+        let mut out = format!(
+            "listed {} BundleDeployments, {} not Ready at a new deploymentID, {stale} differ from the watch's view",
+            list.len(),
+            not_ready.len()
+        );
+        for bd in not_ready.iter().take(3) {
+            let st = bd.status.clone().unwrap_or_default();
+            let conds: Vec<String> = st
+                .conditions
+                .iter()
+                .map(|c| format!("{}={} {:?}", c.type_, c.status, c.message))
+                .collect();
+            out.push_str(&format!(
+                "\n  {}: spec {} applied {} ready {} nonModified {} conditions [{}]",
+                key(bd),
+                bd.spec.deployment_id,
+                st.applied_deployment_id,
+                st.ready,
+                st.non_modified,
+                conds.join(", ")
+            ));
+        }
+        out
     }
 
     /// When `expected` BDs exist and each is Ready at a deploymentID other than its entry in
@@ -649,7 +699,8 @@ async fn wait_ready(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    bail!("round {rev}: not Ready within {timeout:?}: {last}")
+    let why = tracker.diagnose(before).await;
+    bail!("round {rev}: not Ready within {timeout:?}: {last}; {why}")
 }
 
 /// Creates the GitRepo polling the bench's repository, every bundle directory a path.

@@ -40,6 +40,10 @@ pub struct ServerArgs {
     /// `/readyz` (as `fleet controller --listen`); off when unset.
     #[arg(long, value_name = "HOST:PORT", conflicts_with = "no_controllers")]
     pub controller_listen: Option<std::net::SocketAddr>,
+    /// Do not register the server itself as Cluster `local` in `fleet-local` nor run its local
+    /// agent (upstream's `bootstrap.localAgentDisabled`).
+    #[arg(long, conflicts_with = "no_controllers")]
+    pub no_local_agent: bool,
 }
 
 /// Runs the server until SIGTERM/SIGINT.
@@ -69,7 +73,15 @@ async fn serve_until_signal(args: ServerArgs) -> anyhow::Result<()> {
     let controllers = if args.no_controllers {
         None
     } else {
-        Some(start_controllers(&server, &args.data_dir, args.controller_listen).await?)
+        Some(
+            start_controllers(
+                &server,
+                &args.data_dir,
+                args.controller_listen,
+                !args.no_local_agent,
+            )
+            .await?,
+        )
     };
     {
         let mut out = std::io::stdout().lock();
@@ -77,8 +89,8 @@ async fn serve_until_signal(args: ServerArgs) -> anyhow::Result<()> {
         out.flush().context("writing the ready line")?;
     }
     fleet_apiserver::serve::shutdown_signal().await;
-    if let Some(c) = controllers {
-        c.abort();
+    for task in controllers.into_iter().flatten() {
+        task.abort();
     }
     server.shutdown().await.context("serving")
 }
@@ -86,11 +98,15 @@ async fn serve_until_signal(args: ServerArgs) -> anyhow::Result<()> {
 /// The manager in the same process: Fleet's CRDs are installed (server-side apply, so an upgrade
 /// updates them), then the controllers and the registration controllers run against the server
 /// through an in-process client, the same code `fleet controller` runs against any Kubernetes.
+/// With `local_agent`, the server is also its own Cluster `local` in `fleet-local`, imported
+/// through its admin kubeconfig, and the local agent runs here (upstream runs it as a Deployment
+/// in `cattle-fleet-local-system`); it registers with its own credential like any agent.
 async fn start_controllers(
     server: &fleet_apiserver::ServerHandle,
     data_dir: &std::path::Path,
     listen: Option<std::net::SocketAddr>,
-) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    local_agent: bool,
+) -> anyhow::Result<Vec<tokio::task::JoinHandle<()>>> {
     let client = fleet_kube::in_process(server.router(), "default");
     let api: kube::Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
         kube::Api::all(client.clone());
@@ -107,16 +123,31 @@ async fn start_controllers(
         );
     registration.api_server_url = server.url().to_string();
     registration.api_server_ca = server.ca_pem().to_string();
+    let agent_namespace = fleet_controller::bootstrap::LOCAL_AGENT_NAMESPACE;
     let opts = fleet_controller::Options {
         cache_dir: Some(data_dir.join("git-cache")),
         registration: Some(registration),
         listen,
+        local_cluster: local_agent.then(|| fleet_controller::bootstrap::LocalCluster {
+            kubeconfig: server.kubeconfig().to_string(),
+            agent_namespace: agent_namespace.to_string(),
+        }),
         ..Default::default()
     };
-    Ok(tokio::spawn(async move {
+    let mut tasks = vec![tokio::spawn(async move {
         let on_listen = |a| tracing::info!("controllers listening on http://{a}");
-        if let Err(e) = fleet_controller::run_with(client, opts, on_listen, async {}).await {
+        if let Err(e) = fleet_controller::run_with(client.clone(), opts, on_listen, async {}).await
+        {
             tracing::error!("manager controllers stopped: {e}");
         }
-    }))
+    })];
+    if local_agent {
+        let downstream = fleet_kube::in_process(server.router(), "default");
+        let opts = fleet_agent::AgentOptions {
+            system_namespace: agent_namespace.to_string(),
+            ..Default::default()
+        };
+        tasks.push(tokio::spawn(fleet_agent::run(downstream, opts)));
+    }
+    Ok(tasks)
 }

@@ -44,6 +44,8 @@ pub struct Options {
     pub write_concurrency: usize,
     /// Cluster registration (tokens, grants, manager-initiated imports); None: not run.
     pub registration: Option<registration::RegistrationOptions>,
+    /// The manager's own cluster as Cluster `local` in `fleet-local` (None: not registered).
+    pub local_cluster: Option<bootstrap::LocalCluster>,
 }
 
 impl Default for Options {
@@ -56,6 +58,7 @@ impl Default for Options {
             cache_dir: None,
             write_concurrency: 32,
             registration: None,
+            local_cluster: None,
         }
     }
 }
@@ -112,6 +115,9 @@ pub async fn run_with(
     leader.await;
     ctx.set_leading();
     bootstrap::run(&ctx.client).await?;
+    if let Some(local) = &opts.local_cluster {
+        bootstrap::local_cluster(&ctx.client, local).await?;
+    }
     if let Some(reg) = opts.registration.clone() {
         let c = ctx.client.clone();
         tasks.spawn(async move {

@@ -7,6 +7,7 @@ mod dev;
 mod e2e;
 mod fleet_test_cmd;
 mod gitops;
+mod managing_fleet;
 mod registration;
 mod security_fleet_shape;
 mod server_bad_input;

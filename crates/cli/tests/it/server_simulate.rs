@@ -65,7 +65,12 @@ fn assert_quiet(k: &Kubectl, rev: u64, window: Duration, what: &str) {
 #[test]
 fn simulated_workloads_look_healthy_to_kubectl() {
     let dir = tempfile::tempdir().unwrap();
-    let srv = Server::start_with_flags(dir.path(), "127.0.0.1:0", &["--simulate-workloads"]);
+    // Without controllers: the manager's own writes (its local agent) would count as the simulator's.
+    let srv = Server::start_with_flags(
+        dir.path(),
+        "127.0.0.1:0",
+        &["--no-controllers", "--simulate-workloads"],
+    );
     let Some(k) = srv.kubectl() else { return };
 
     k.ok(&[
@@ -159,7 +164,7 @@ fn simulated_workloads_look_healthy_to_kubectl() {
 #[test]
 fn without_the_flag_no_status_is_written() {
     let dir = tempfile::tempdir().unwrap();
-    let srv = Server::start(dir.path());
+    let srv = Server::start_with_flags(dir.path(), "127.0.0.1:0", &["--no-controllers"]);
     let Some(k) = srv.kubectl() else { return };
     k.ok(&[
         "create",
