@@ -90,35 +90,23 @@ pub async fn run(downstream: kube::Client, opts: AgentOptions) {
     .await;
 }
 
-/// Parses a Go-style duration (`15m`, `30s`, `1h30m`, `500ms`) as `CHECKIN_INTERVAL` accepts.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let mut total = Duration::ZERO;
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return Err("empty duration".into());
+/// Parses `CHECKIN_INTERVAL` / `--checkin-interval` (a Go duration such as `15m`).
+pub fn parse_duration(s: &str) -> Result<Duration, DurationFlagError> {
+    match fleet_api::duration::parse_go_duration(s.trim())? {
+        d if d.is_zero() => Err(DurationFlagError::Zero),
+        d => Ok(d),
     }
-    while !rest.is_empty() {
-        let n_end = rest
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .ok_or_else(|| format!("duration {s:?}: missing unit"))?;
-        let n: f64 = rest[..n_end]
-            .parse()
-            .map_err(|_| format!("duration {s:?}: bad number"))?;
-        rest = &rest[n_end..];
-        let u_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = match &rest[..u_end] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            u => return Err(format!("duration {s:?}: unknown unit {u:?}")),
-        };
-        total += Duration::from_secs_f64(n * unit);
-        rest = &rest[u_end..];
-    }
-    Ok(total)
+}
+
+/// Why a check-in interval was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DurationFlagError {
+    /// Not a Go duration.
+    #[error("{0}")]
+    Invalid(#[from] fleet_api::duration::DurationError),
+    /// Zero would check in continuously.
+    #[error("must be greater than zero")]
+    Zero,
 }
 
 #[cfg(test)]
@@ -132,5 +120,6 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert!(parse_duration("5").is_err());
         assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("0s").is_err());
     }
 }

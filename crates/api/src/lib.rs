@@ -2,6 +2,7 @@
 //! Pure data and pure functions: this crate does no I/O.
 
 pub mod crds;
+pub mod duration;
 pub mod fleetyaml;
 pub mod keys;
 pub mod names;

@@ -42,24 +42,35 @@ pub fn export_value<T: Serialize>(obj: &T) -> Result<Value, serde_json::Error> {
     Ok(v)
 }
 
+/// Why bundles could not be printed as YAML (a value serde cannot represent).
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The object could not be turned into JSON.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// The JSON could not be written as YAML.
+    #[error("{0}")]
+    Yaml(#[from] serde_saphyr::SerializeError),
+}
+
 /// Renders values as a YAML stream.
-pub fn to_yaml_stream(values: &[Value]) -> Result<String, String> {
+pub fn to_yaml_stream(values: &[Value]) -> Result<String, ExportError> {
     let mut docs = Vec::with_capacity(values.len());
     for v in values {
         // Long single-line strings (deployment IDs, URLs) stay plain scalars, as Go writes them.
         let opts = serde_saphyr::ser_options! { folded_wrap_chars: usize::MAX };
-        docs.push(serde_saphyr::to_string_with_options(v, opts).map_err(|e| e.to_string())?);
+        docs.push(serde_saphyr::to_string_with_options(v, opts)?);
     }
     Ok(docs.join("---\n"))
 }
 
 /// Every bundle followed by its ImageScans, as `fleet apply -o -` prints them.
-pub fn export_bundles(bundles: &[BuiltBundle]) -> Result<String, String> {
+pub fn export_bundles(bundles: &[BuiltBundle]) -> Result<String, ExportError> {
     let mut values = Vec::new();
     for b in bundles {
-        values.push(export_value(&b.bundle).map_err(|e| e.to_string())?);
+        values.push(export_value(&b.bundle)?);
         for s in &b.scans {
-            values.push(export_value(s).map_err(|e| e.to_string())?);
+            values.push(export_value(s)?);
         }
     }
     to_yaml_stream(&values)

@@ -250,8 +250,7 @@ pub fn run(a: ApplyArgs) -> anyhow::Result<()> {
     let bundles = fleet_bundle::create_bundles(&cwd, name, paths, &opts)?;
     match a.output.as_deref() {
         Some(out) => {
-            let text =
-                fleet_bundle::export::export_bundles(&bundles).map_err(anyhow::Error::msg)?;
+            let text = fleet_bundle::export::export_bundles(&bundles)?;
             if out == "-" {
                 let mut o = std::io::stdout().lock();
                 o.write_all(text.as_bytes())?;

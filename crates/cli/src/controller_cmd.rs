@@ -64,7 +64,8 @@ pub struct ControllerArgs {
 }
 
 fn go_duration(flag: &str, v: &str) -> anyhow::Result<Duration> {
-    fleet_controller::gitrepo::parse_go_duration(v)
+    fleet_api::duration::parse_go_duration(v)
+        .ok()
         .filter(|d| !d.is_zero())
         .with_context(|| format!("{flag} {v:?}: expected a Go duration such as 15s"))
 }

@@ -141,7 +141,7 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
 }
 
 fn yaml_stream(docs: &[Value]) -> anyhow::Result<String> {
-    fleet_bundle::export::to_yaml_stream(docs).map_err(anyhow::Error::msg)
+    Ok(fleet_bundle::export::to_yaml_stream(docs)?)
 }
 
 fn crd_values() -> anyhow::Result<Vec<Value>> {

@@ -97,7 +97,7 @@ pub fn render(args: &TargetArgs) -> anyhow::Result<String> {
             values.push(fleet_bundle::export::export_value(&bd)?);
         }
     }
-    fleet_bundle::export::to_yaml_stream(&values).map_err(anyhow::Error::msg)
+    Ok(fleet_bundle::export::to_yaml_stream(&values)?)
 }
 
 /// Runs `fleet target`.

@@ -152,10 +152,9 @@ fn stream(objs: &[Value]) -> anyhow::Result<String> {
             );
         }
         let v = fleet_bundle::export::export_value(o)?;
-        docs.push(
-            fleet_bundle::export::to_yaml_stream(std::slice::from_ref(&v))
-                .map_err(anyhow::Error::msg)?,
-        );
+        docs.push(fleet_bundle::export::to_yaml_stream(std::slice::from_ref(
+            &v,
+        ))?);
     }
     Ok(docs.join("\n---\n"))
 }

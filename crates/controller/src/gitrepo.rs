@@ -87,40 +87,9 @@ pub fn polling_interval(g: &GitRepo, default: Duration) -> Duration {
     g.spec
         .polling_interval
         .as_deref()
-        .and_then(parse_go_duration)
+        .and_then(|s| fleet_api::duration::parse_go_duration(s).ok())
         .filter(|d| !d.is_zero())
         .unwrap_or(default)
-}
-
-/// Parses a Go duration (`1h2m3.5s`, `500ms`).
-pub fn parse_go_duration(s: &str) -> Option<Duration> {
-    let mut total = 0f64;
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let n = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let v: f64 = rest[..n].parse().ok()?;
-        rest = &rest[n..];
-        let u = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let mult = match &rest[..u] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            "us" | "µs" => 0.000_001,
-            "ns" => 0.000_000_001,
-            _ => return None,
-        };
-        total += v * mult;
-        rest = &rest[u..];
-    }
-    Some(Duration::from_secs_f64(total))
 }
 
 /// ±10% jitter.
@@ -664,15 +633,6 @@ fn add_counts(l: &mut fleet_api::ResourceCounts, r: &fleet_api::ResourceCounts) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(parse_go_duration("15s"), Some(Duration::from_secs(15)));
-        assert_eq!(parse_go_duration("1h30m"), Some(Duration::from_secs(5400)));
-        assert_eq!(parse_go_duration("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_go_duration("ten"), None);
-        assert_eq!(parse_go_duration(""), None);
-    }
 
     #[test]
     fn backoff_is_capped() {

@@ -144,8 +144,18 @@ fn strs(v: &Value, keys: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// A push payload that is not the provider's JSON (answered with a 400).
+#[derive(Debug, thiserror::Error)]
+#[error("parsing the {event} payload: {source}")]
+pub struct PayloadError {
+    /// The provider's event name (`push`, `Push Hook`).
+    pub event: String,
+    /// What the JSON parser found.
+    pub source: serde_json::Error,
+}
+
 /// Parses a provider's payload.
-pub fn parse(p: Provider, h: &HeaderMap, body: &[u8]) -> Result<Event, String> {
+pub fn parse(p: Provider, h: &HeaderMap, body: &[u8]) -> Result<Event, PayloadError> {
     let kind = match p {
         Provider::GitHub => header(h, "x-github-event").unwrap_or(""),
         Provider::GitLab => header(h, "x-gitlab-event").unwrap_or(""),
@@ -157,8 +167,10 @@ pub fn parse(p: Provider, h: &HeaderMap, body: &[u8]) -> Result<Event, String> {
     if !push {
         return Ok(Event::Other(kind.to_string()));
     }
-    let v: Value =
-        serde_json::from_slice(body).map_err(|e| format!("parsing the {kind} payload: {e}"))?;
+    let v: Value = serde_json::from_slice(body).map_err(|source| PayloadError {
+        event: kind.to_string(),
+        source,
+    })?;
     let r#ref = v.get("ref").and_then(Value::as_str).unwrap_or("");
     let Some(branch) = r#ref.strip_prefix("refs/heads/") else {
         return Ok(Event::Other(format!("{kind} of {ref}")));
@@ -290,7 +302,7 @@ pub async fn handle(ctx: Arc<Context>, h: HeaderMap, body: Bytes) -> (StatusCode
     let push = match parse(p, &h, &body) {
         Ok(Event::Push(push)) => push,
         Ok(Event::Other(kind)) => return (StatusCode::OK, format!("ignored event {kind:?}")),
-        Err(e) => return (StatusCode::BAD_REQUEST, e),
+        Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()),
     };
     let targets: Vec<Arc<GitRepo>> = ctx
         .stores

@@ -86,12 +86,15 @@ impl<'a> Ctx<'a> {
     }
 
     /// Executes template `name` of the current set with `data` (what Helm's `include` does).
-    pub fn execute_template(&self, name: &str, data: &Value) -> Result<String, String> {
+    pub fn execute_template(&self, name: &str, data: &Value) -> Result<String, Error> {
         let Some(tree) = self.set.trees.get(name) else {
-            return Err(format!(
-                "template: no template {} associated with template {}",
-                go_quote(name),
-                go_quote(&self.set.set_name)
+            return Err(Error::other(
+                name,
+                format!(
+                    "template: no template {} associated with template {}",
+                    go_quote(name),
+                    go_quote(&self.set.set_name)
+                ),
             ));
         };
         let mut out = String::new();
@@ -104,13 +107,12 @@ impl<'a> Ctx<'a> {
             applied: self.shared.borrow().mutations.len(),
         };
         if st.depth > MAX_EXEC_DEPTH {
-            return Err(format!(
-                "template: {}: exceeded maximum template depth ({MAX_EXEC_DEPTH})",
-                name
+            return Err(Error::other(
+                name,
+                format!("template: {name}: exceeded maximum template depth ({MAX_EXEC_DEPTH})"),
             ));
         }
-        st.walk_list(data, false, &tree.root, &mut out)
-            .map_err(|e| e.to_string())?;
+        st.walk_list(data, false, &tree.root, &mut out)?;
         Ok(out)
     }
 

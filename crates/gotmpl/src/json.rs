@@ -117,10 +117,16 @@ fn write_str(out: &mut String, s: &str, html: bool) {
     out.push('"');
 }
 
+/// JSON that Go's `encoding/json` would refuse, worded as Go words it (templates print it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct JsonError(pub String);
+
 /// json.Unmarshal into interface{}: numbers become float64. Syntax errors are reworded the way
 /// Go's encoding/json words them.
-pub fn from_json(text: &str) -> Result<Value, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| go_json_error(text, &e))?;
+pub fn from_json(text: &str) -> Result<Value, JsonError> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| JsonError(go_json_error(text, &e)))?;
     Ok(Value::from_json_float(v))
 }
 
@@ -232,7 +238,7 @@ mod tests {
 
     #[test]
     fn go_error_texts() {
-        let e = |t: &str| from_json(t).err().unwrap_or_default();
+        let e = |t: &str| from_json(t).err().map(|e| e.0).unwrap_or_default();
         assert_eq!(
             e("{\"a\": }"),
             "invalid character '}' looking for beginning of value"

@@ -205,11 +205,16 @@ fn is_yaml_float(s: &str) -> bool {
     i == b.len()
 }
 
+/// YAML that sigs.k8s.io/yaml would refuse, worded as go-yaml words it (with its line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct YamlError(pub String);
+
 /// Parses YAML the way sigs.k8s.io/yaml.Unmarshal does for Helm: go-yaml v2's YAML 1.1
 /// resolution (`yes`/`on`/`y` are booleans, `0755` is octal, even for keys), keys turned into
 /// strings, then a JSON round trip that makes every number a float64. Only the first document
 /// is read, as go-yaml's Unmarshal does.
-pub fn from_yaml(text: &str) -> Result<Value, String> {
+pub fn from_yaml(text: &str) -> Result<Value, YamlError> {
     let lines = GoLines::new(text);
     let mut c = Composer {
         parser: granit_parser::Parser::new_from_str(lines.text()),
@@ -217,7 +222,7 @@ pub fn from_yaml(text: &str) -> Result<Value, String> {
         anchors: std::collections::HashMap::new(),
         depth: 0,
     };
-    c.document()
+    c.document().map_err(YamlError)
 }
 
 struct Composer<'a> {

@@ -42,7 +42,7 @@ pub enum RenderError {
     RawYaml(#[from] RawYamlError),
     /// The (own or synthesised) chart could not be loaded, e.g. a bad `Chart.yaml`.
     #[error("loading chart: {0}")]
-    Chart(String),
+    Chart(#[from] crate::helm::chart::ChartError),
     /// Helm failed to render a template.
     #[error("{0}")]
     Helm(#[from] HelmError),
@@ -270,8 +270,7 @@ pub fn render_bundle(
                 data: Arc::from(data),
             })
             .collect(),
-    )
-    .map_err(RenderError::Chart)?;
+    )?;
     let ann = &mut chart.metadata.annotations;
     ann.insert(
         "fleet.cattle.io/service-account".into(),

@@ -580,7 +580,7 @@ impl Fleet {
     /// id, no empty leftover entry, member sets and cluster group sets mirror each other). For
     /// tests; O(everything).
     #[doc(hidden)]
-    pub fn check_indexes(&self) -> Result<(), String> {
+    pub fn check_indexes(&self) -> Result<(), IndexMismatch> {
         let mut want: HashMap<String, NsIndex> = HashMap::new();
         for (id, s) in self.clusters.iter() {
             let meta = &s.cluster.metadata;
@@ -595,7 +595,7 @@ impl Fleet {
                     .get(*g)
                     .is_some_and(|gs| gs.members.contains(&id) && ns_of(&gs.group.metadata) == n);
                 if !ok {
-                    return Err(format!("cluster {n}/{name}: group id {g} does not list it"));
+                    return Err(format!("cluster {n}/{name}: group id {g} does not list it").into());
                 }
             }
         }
@@ -612,7 +612,8 @@ impl Fleet {
                     return Err(format!(
                         "group {}: member id {id} does not list it",
                         name_of(meta)
-                    ));
+                    )
+                    .into());
                 }
             }
         }
@@ -621,18 +622,19 @@ impl Fleet {
                 "{} namespaces indexed, {} expected",
                 self.namespaces.len(),
                 want.len()
-            ));
+            )
+            .into());
         }
         for (n, w) in &want {
             let Some(got) = self.namespaces.get(n) else {
-                return Err(format!("namespace {n} not indexed"));
+                return Err(format!("namespace {n} not indexed").into());
             };
             if got.clusters != w.clusters
                 || got.by_name != w.by_name
                 || got.by_label != w.by_label
                 || got.groups != w.groups
             {
-                return Err(format!("namespace {n}: indexes differ from the objects"));
+                return Err(format!("namespace {n}: indexes differ from the objects").into());
             }
         }
         if self.order.len() != self.clusters.len() {
@@ -641,13 +643,13 @@ impl Fleet {
         let mut last = None;
         for ((name, n), id) in &self.order {
             let Some(s) = self.clusters.get(*id) else {
-                return Err(format!("order: {n}/{name} names a free slot"));
+                return Err(format!("order: {n}/{name} names a free slot").into());
             };
             if (name_of(&s.cluster.metadata), ns_of(&s.cluster.metadata)) != (name, n) {
-                return Err(format!("order: {n}/{name} names another cluster"));
+                return Err(format!("order: {n}/{name} names another cluster").into());
             }
             if last.is_some_and(|l| l >= s.rank) {
-                return Err(format!("order: rank of {n}/{name} out of order"));
+                return Err(format!("order: rank of {n}/{name} out of order").into());
             }
             last = Some(s.rank);
         }
@@ -930,5 +932,23 @@ mod tests {
             .collect();
         want.sort();
         assert_eq!(got, want);
+    }
+}
+
+/// What [`Fleet::check_indexes`] found out of step: the index and the difference.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct IndexMismatch(pub String);
+
+impl From<String> for IndexMismatch {
+    fn from(message: String) -> Self {
+        IndexMismatch(message)
+    }
+}
+
+impl From<&str> for IndexMismatch {
+    fn from(message: &str) -> Self {
+        IndexMismatch(message.to_string())
     }
 }

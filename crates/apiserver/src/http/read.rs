@@ -95,7 +95,7 @@ impl Selectors {
             &[]
         };
         let fields = FieldSelector::parse(q.field_selector.as_deref().unwrap_or(""), extra)
-            .map_err(ApiError::bad_request)?;
+            .map_err(|e| ApiError::bad_request(e.0))?;
         Ok(Selectors { labels, fields })
     }
 

@@ -229,11 +229,28 @@ pub async fn read_body(body: Body) -> ApiResult<Bytes> {
     }
 }
 
+/// A request body that is not YAML (or not UTF-8), answered with a 400 naming the problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BodyError(pub String);
+
+impl From<String> for BodyError {
+    fn from(message: String) -> Self {
+        BodyError(message)
+    }
+}
+
+impl From<&str> for BodyError {
+    fn from(message: &str) -> Self {
+        BodyError(message.to_string())
+    }
+}
+
 /// Parses YAML with Kubernetes (Go YAML 1.1) number semantics into JSON.
-pub fn parse_yaml(bytes: &[u8]) -> Result<Value, String> {
+pub fn parse_yaml(bytes: &[u8]) -> Result<Value, BodyError> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("body is not UTF-8: {e}"))?;
     let opts = serde_saphyr::options! { legacy_octal_numbers: true };
-    serde_saphyr::from_str_with_options::<Value>(text, opts).map_err(|e| e.to_string())
+    Ok(serde_saphyr::from_str_with_options::<Value>(text, opts).map_err(|e| e.to_string())?)
 }
 
 /// Decodes an object body (create/update) as JSON or YAML depending on the content type. The

@@ -7,6 +7,23 @@ use serde_json::Value;
 
 use crate::storage::validation::{label_value, qualified_name};
 
+/// A label or field selector kube-apiserver would refuse, with its message (the 400's text).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SelectorError(pub String);
+
+impl From<String> for SelectorError {
+    fn from(message: String) -> Self {
+        SelectorError(message)
+    }
+}
+
+impl From<&str> for SelectorError {
+    fn from(message: &str) -> Self {
+        SelectorError(message.to_string())
+    }
+}
+
 /// One label requirement.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LabelReq {
@@ -37,7 +54,7 @@ pub struct LabelSelector {
 
 impl LabelSelector {
     /// Parses the `labelSelector` query parameter.
-    pub fn parse(s: &str) -> Result<LabelSelector, String> {
+    pub fn parse(s: &str) -> Result<LabelSelector, SelectorError> {
         let mut reqs = Vec::new();
         for part in split_top_level(s)? {
             let part = part.trim();
@@ -45,9 +62,9 @@ impl LabelSelector {
                 if s.trim().is_empty() {
                     continue;
                 }
-                return Err(format!(
-                    "unable to parse requirement: empty requirement in {s:?}"
-                ));
+                return Err(
+                    format!("unable to parse requirement: empty requirement in {s:?}").into(),
+                );
             }
             reqs.push(parse_req(part)?);
         }
@@ -76,7 +93,7 @@ impl LabelSelector {
 }
 
 /// Splits on commas that are not inside parentheses.
-fn split_top_level(s: &str) -> Result<Vec<&str>, String> {
+fn split_top_level(s: &str) -> Result<Vec<&str>, SelectorError> {
     let mut out = Vec::new();
     let mut depth = 0i32;
     let mut start = 0;
@@ -85,15 +102,15 @@ fn split_top_level(s: &str) -> Result<Vec<&str>, String> {
             '(' => {
                 depth += 1;
                 if depth > 1 {
-                    return Err(format!("unable to parse requirement: nested '(' in {s:?}"));
+                    return Err(format!("unable to parse requirement: nested '(' in {s:?}").into());
                 }
             }
             ')' => {
                 depth -= 1;
                 if depth < 0 {
-                    return Err(format!(
-                        "unable to parse requirement: unexpected ')' in {s:?}"
-                    ));
+                    return Err(
+                        format!("unable to parse requirement: unexpected ')' in {s:?}").into(),
+                    );
                 }
             }
             ',' if depth == 0 => {
@@ -104,29 +121,27 @@ fn split_top_level(s: &str) -> Result<Vec<&str>, String> {
         }
     }
     if depth != 0 {
-        return Err(format!(
-            "unable to parse requirement: unclosed '(' in {s:?}"
-        ));
+        return Err(format!("unable to parse requirement: unclosed '(' in {s:?}").into());
     }
     out.push(&s[start..]);
     Ok(out)
 }
 
-fn check_key(k: &str) -> Result<String, String> {
+fn check_key(k: &str) -> Result<String, SelectorError> {
     let k = k.trim();
     qualified_name(k)
         .map_err(|e| format!("unable to parse requirement: invalid label key {k:?}: {e}"))?;
     Ok(k.to_string())
 }
 
-fn check_value(v: &str) -> Result<String, String> {
+fn check_value(v: &str) -> Result<String, SelectorError> {
     let v = v.trim();
     label_value(v)
         .map_err(|e| format!("unable to parse requirement: invalid label value: {v:?}: {e}"))?;
     Ok(v.to_string())
 }
 
-fn parse_set(rest: &str) -> Result<Vec<String>, String> {
+fn parse_set(rest: &str) -> Result<Vec<String>, SelectorError> {
     let rest = rest.trim();
     let inner = rest
         .strip_prefix('(')
@@ -139,7 +154,7 @@ fn parse_set(rest: &str) -> Result<Vec<String>, String> {
     Ok(vals)
 }
 
-fn parse_req(p: &str) -> Result<LabelReq, String> {
+fn parse_req(p: &str) -> Result<LabelReq, SelectorError> {
     if let Some(k) = p.strip_prefix('!') {
         return Ok(LabelReq::NotExists(check_key(k)?));
     }
@@ -174,7 +189,7 @@ fn parse_req(p: &str) -> Result<LabelReq, String> {
     let rest = it.next().unwrap_or("").trim_start();
     if rest.is_empty() {
         if key.contains('(') || key.contains(')') {
-            return Err(format!("unable to parse requirement: {p:?}"));
+            return Err(format!("unable to parse requirement: {p:?}").into());
         }
         return Ok(LabelReq::Exists(check_key(key)?));
     }
@@ -186,7 +201,8 @@ fn parse_req(p: &str) -> Result<LabelReq, String> {
     }
     Err(format!(
         "unable to parse requirement: found '{rest}', expected: in, notin, =, ==, !=, gt, lt"
-    ))
+    )
+    .into())
 }
 
 /// One field requirement: `field=value` or `field!=value`.
@@ -246,7 +262,7 @@ pub fn kind_fields(group: &str, kind: &str) -> &'static [&'static str] {
 
 impl FieldSelector {
     /// Parses a field selector; `allowed` are the kind's extra fields (see [`kind_fields`]).
-    pub fn parse(s: &str, allowed: &[&str]) -> Result<FieldSelector, String> {
+    pub fn parse(s: &str, allowed: &[&str]) -> Result<FieldSelector, SelectorError> {
         let mut reqs = Vec::new();
         if s.trim().is_empty() {
             return Ok(FieldSelector { reqs });
@@ -259,16 +275,14 @@ impl FieldSelector {
             } else if let Some((f, v)) = split_op(&part, "=") {
                 (f, v, false)
             } else {
-                return Err(format!(
-                    "invalid selector: '{s}'; can't understand '{part}'"
-                ));
+                return Err(format!("invalid selector: '{s}'; can't understand '{part}'").into());
             };
             let field = field.trim().to_string();
             if field != "metadata.name"
                 && field != "metadata.namespace"
                 && !allowed.contains(&field.as_str())
             {
-                return Err(format!("field label not supported: {field}"));
+                return Err(format!("field label not supported: {field}").into());
             }
             reqs.push(FieldReq {
                 field,

@@ -8,12 +8,30 @@ use crate::storage::errors::Cause;
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 
+/// A name, label or annotation kube-apiserver would refuse, with its message (the 422's cause).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValidationError(pub String);
+
+impl From<String> for ValidationError {
+    fn from(message: String) -> Self {
+        ValidationError(message)
+    }
+}
+
+impl From<&str> for ValidationError {
+    fn from(message: &str) -> Self {
+        ValidationError(message.to_string())
+    }
+}
+
 /// RFC 1123 label (namespaces, most name prefixes): `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, max 63.
-pub fn dns1123_label(s: &str) -> Result<(), String> {
+pub fn dns1123_label(s: &str) -> Result<(), ValidationError> {
     if s.is_empty() || s.len() > 63 {
         return Err(format!(
             "must be no more than 63 characters and non-empty ({DNS1123_LABEL_MSG})"
-        ));
+        )
+        .into());
     }
     let b = s.as_bytes();
     let ok_mid = b
@@ -21,21 +39,22 @@ pub fn dns1123_label(s: &str) -> Result<(), String> {
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
     let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     if !ok_mid || !alnum(b[0]) || !alnum(b[b.len() - 1]) {
-        return Err(DNS1123_LABEL_MSG.to_string());
+        return Err(DNS1123_LABEL_MSG.into());
     }
     Ok(())
 }
 
 /// RFC 1123 subdomain (most object names): dot-separated labels, max 253.
-pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
+pub fn dns1123_subdomain(s: &str) -> Result<(), ValidationError> {
     if s.is_empty() || s.len() > 253 {
         return Err(format!(
             "must be no more than 253 characters and non-empty ({DNS1123_SUBDOMAIN_MSG})"
-        ));
+        )
+        .into());
     }
     for part in s.split('.') {
         if dns1123_label(part).is_err() {
-            return Err(DNS1123_SUBDOMAIN_MSG.to_string());
+            return Err(DNS1123_SUBDOMAIN_MSG.into());
         }
     }
     Ok(())
@@ -43,12 +62,12 @@ pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
 
 /// Path-segment name rule used for kinds with looser names (e.g. RBAC roles): no `/`, `%`,
 /// and not `.` or `..`.
-pub fn path_segment_name(s: &str) -> Result<(), String> {
+pub fn path_segment_name(s: &str) -> Result<(), ValidationError> {
     if s.is_empty() {
         return Err("name must not be empty".into());
     }
     if s == "." || s == ".." {
-        return Err(format!("may not be '{s}'"));
+        return Err(format!("may not be '{s}'").into());
     }
     if s.contains('/') || s.contains('%') {
         return Err("may not contain '/' or '%'".into());
@@ -70,7 +89,7 @@ fn name_part(s: &str) -> bool {
 
 /// A qualified name (label/annotation key): optional DNS-subdomain prefix and `/`, then a name
 /// of at most 63 characters of `[A-Za-z0-9-_.]` starting and ending alphanumeric.
-pub fn qualified_name(s: &str) -> Result<(), String> {
+pub fn qualified_name(s: &str) -> Result<(), ValidationError> {
     const MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
     let (prefix, name) = match s.split_once('/') {
         Some((p, n)) => (Some(p), n),
@@ -93,7 +112,7 @@ pub fn qualified_name(s: &str) -> Result<(), String> {
 
 /// A label value: empty, or at most 63 characters of `[A-Za-z0-9-_.]` starting and ending
 /// alphanumeric.
-pub fn label_value(s: &str) -> Result<(), String> {
+pub fn label_value(s: &str) -> Result<(), ValidationError> {
     if s.is_empty() {
         return Ok(());
     }
@@ -108,7 +127,10 @@ pub fn label_value(s: &str) -> Result<(), String> {
 
 /// Validates `metadata` of an object about to be stored; returns every problem found.
 /// `name_rule` is the rule for `metadata.name` of this kind.
-pub fn validate_metadata(obj: &Value, name_rule: fn(&str) -> Result<(), String>) -> Vec<Cause> {
+pub fn validate_metadata(
+    obj: &Value,
+    name_rule: fn(&str) -> Result<(), ValidationError>,
+) -> Vec<Cause> {
     let mut causes = Vec::new();
     let meta = obj.get("metadata");
     match meta.and_then(|m| m.get("name")).and_then(Value::as_str) {

@@ -20,7 +20,7 @@ fn is(info: &ResourceInfo, group: &str, kind: &str) -> bool {
 }
 
 /// The `metadata.name` rule of a kind.
-pub fn name_rule(info: &ResourceInfo) -> fn(&str) -> Result<(), String> {
+pub fn name_rule(info: &ResourceInfo) -> fn(&str) -> Result<(), validation::ValidationError> {
     if !info.builtin {
         return validation::dns1123_subdomain;
     }

@@ -122,7 +122,8 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         // The token controller is writing it.
         return Ok(Action::requeue(Duration::from_millis(500)));
     };
-    let values = RegistrationValues::from_yaml(&values).map_err(Error::Invalid)?;
+    let values =
+        RegistrationValues::from_yaml(&values).map_err(|e| Error::Invalid(e.to_string()))?;
     let url = secret_str(&kc_secret, "apiServerURL").unwrap_or(values.api_server_url.clone());
     let ca = secret_str(&kc_secret, "apiServerCA").unwrap_or(values.api_server_ca.clone());
     if url.is_empty() {

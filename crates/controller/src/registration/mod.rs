@@ -14,7 +14,6 @@
 
 mod bootstrap;
 mod cleanup;
-pub mod duration;
 mod import;
 mod index;
 pub mod names;
@@ -30,7 +29,7 @@ use std::time::Duration;
 use kube::Client;
 
 pub use bootstrap::ensure_bootstrap;
-pub use duration::parse_go_duration;
+pub use fleet_api::duration::parse_go_duration;
 pub use names::DEFAULT_SYSTEM_NAMESPACE;
 pub use values::RegistrationValues;
 

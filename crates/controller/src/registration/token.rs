@@ -178,7 +178,9 @@ async fn reconcile(t: Arc<ClusterRegistrationToken>, ctx: Arc<Ctx>) -> Result<Ac
         token,
         token_name: name.clone(),
     };
-    let yaml = values.to_yaml().map_err(Error::Invalid)?;
+    let yaml = values
+        .to_yaml()
+        .map_err(|e| Error::Invalid(e.to_string()))?;
     ensure(
         &secrets,
         &Secret {

@@ -38,15 +38,26 @@ pub struct InternalValues {
     pub system_namespace: String,
 }
 
+/// Registration values that cannot be written or read back.
+#[derive(Debug, thiserror::Error)]
+pub enum ValuesError {
+    /// Serialising to YAML failed.
+    #[error("{0}")]
+    Write(#[from] serde_saphyr::SerializeError),
+    /// The Secret's `values` are not the registration values' YAML.
+    #[error("registration values: {0}")]
+    Read(#[from] serde_saphyr::Error),
+}
+
 impl RegistrationValues {
     /// YAML as stored in the Secret.
-    pub fn to_yaml(&self) -> Result<String, String> {
-        serde_saphyr::to_string(self).map_err(|e| e.to_string())
+    pub fn to_yaml(&self) -> Result<String, ValuesError> {
+        Ok(serde_saphyr::to_string(self)?)
     }
 
     /// Parses the Secret's `values`.
-    pub fn from_yaml(text: &str) -> Result<RegistrationValues, String> {
-        serde_saphyr::from_str(text).map_err(|e| format!("registration values: {e}"))
+    pub fn from_yaml(text: &str) -> Result<RegistrationValues, ValuesError> {
+        Ok(serde_saphyr::from_str(text)?)
     }
 }
 

@@ -39,7 +39,7 @@ pub(crate) fn register(m: &mut Map) {
                 "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
                 json_kind(&other)
             )),
-            Err(e) => error_map(e),
+            Err(e) => error_map(e.0),
         })
     });
     reg(m, "fromYamlArray", &[Str], None, |_, a| {
@@ -50,7 +50,7 @@ pub(crate) fn register(m: &mut Map) {
                 "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type []interface {{}}",
                 json_kind(&other)
             ))]),
-            Err(e) => Value::from(vec![Value::from(e)]),
+            Err(e) => Value::from(vec![Value::from(e.0)]),
         })
     });
     reg(m, "toJson", &[Any], None, |_, a| {
@@ -64,7 +64,7 @@ pub(crate) fn register(m: &mut Map) {
                 "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
                 json_kind(&other)
             )),
-            Err(e) => error_map(e),
+            Err(e) => error_map(e.0),
         })
     });
     reg(m, "fromJsonArray", &[Str], None, |_, a| {
@@ -75,7 +75,7 @@ pub(crate) fn register(m: &mut Map) {
                 "json: cannot unmarshal {} into Go value of type []interface {{}}",
                 json_kind(&other)
             ))]),
-            Err(e) => Value::from(vec![Value::from(e)]),
+            Err(e) => Value::from(vec![Value::from(e.0)]),
         })
     });
     reg(m, "toToml", &[Any], None, |_, a| {
@@ -114,7 +114,7 @@ fn include(ctx: &mut Ctx<'_>, name: &str, data: &Value) -> Result<Value, String>
     }
     let r = ctx.execute_template(name, data);
     ctx.include_leave(name);
-    r.map(Value::from)
+    r.map(Value::from).map_err(|e| e.to_string())
 }
 
 /// Helm 3's tpl: renders `text` as the template named by `.Template.Name`, with the chart's

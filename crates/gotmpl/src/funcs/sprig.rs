@@ -868,10 +868,10 @@ pub(crate) fn register(m: &mut Map) {
         Ok(Value::from(json::to_json(&a[0], false)))
     });
     reg(m, "mustFromJson", &[Str], None, |_, a| {
-        json::from_json(s(&a[0]))
+        json::from_json(s(&a[0])).map_err(|e| e.0)
     });
     reg(m, "fromJson_sprig_unused", &[Str], None, |_, a| {
-        json::from_json(s(&a[0]))
+        json::from_json(s(&a[0])).map_err(|e| e.0)
     });
     m.remove("fromJson_sprig_unused");
 

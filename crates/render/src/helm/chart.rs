@@ -14,6 +14,24 @@ use super::values::{
     Values, go_json_kind, go_yaml_scalar_string, parse_values_yaml, parse_yaml_raw,
 };
 
+/// A chart that cannot be loaded (missing or malformed `Chart.yaml`, archive, file), worded as
+/// Helm words it, since users compare the two tools' output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ChartError(pub String);
+
+impl From<String> for ChartError {
+    fn from(message: String) -> Self {
+        ChartError(message)
+    }
+}
+
+impl From<&str> for ChartError {
+    fn from(message: &str) -> Self {
+        ChartError(message.to_string())
+    }
+}
+
 /// A file inside a chart (`/`-separated name relative to the chart root).
 #[derive(Debug, Clone)]
 pub struct File {
@@ -156,7 +174,7 @@ impl Chart {
 }
 
 /// Loads a chart from a directory or a `.tgz` archive.
-pub fn load(path: &Path) -> Result<Chart, String> {
+pub fn load(path: &Path) -> Result<Chart, ChartError> {
     let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
     if meta.is_dir() {
         load_dir(path)
@@ -170,11 +188,10 @@ pub fn load(path: &Path) -> Result<Chart, String> {
             if s.ends_with(".yml") || s.ends_with(".yaml") {
                 return Err(format!(
                     "file '{name}' seems to be a YAML file, but expected a gzipped archive"
-                ));
+                )
+                .into());
             }
-            return Err(format!(
-                "file '{name}' does not appear to be a gzipped archive"
-            ));
+            return Err(format!("file '{name}' does not appear to be a gzipped archive").into());
         }
         load_archive(&data)
     }
@@ -198,7 +215,7 @@ fn abs_clean(path: &Path) -> std::path::PathBuf {
 }
 
 /// Loads a chart directory, applying its `.helmignore`.
-pub fn load_dir(dir: &Path) -> Result<Chart, String> {
+pub fn load_dir(dir: &Path) -> Result<Chart, ChartError> {
     let mut rules = match std::fs::read_to_string(dir.join(".helmignore")) {
         Ok(t) => Rules::parse(&t).map_err(|e| format!("{}/{e}", dir.display()))?,
         Err(_) => Rules::default(),
@@ -267,7 +284,7 @@ fn strip_bom(mut data: Vec<u8>) -> Vec<u8> {
 }
 
 /// Loads a chart from `.tgz` bytes (Helm's `LoadArchive`, with its path safety checks).
-pub fn load_archive(data: &[u8]) -> Result<Chart, String> {
+pub fn load_archive(data: &[u8]) -> Result<Chart, ChartError> {
     let gz = flate2::read::GzDecoder::new(data);
     let mut ar = tar::Archive::new(gz);
     let mut files = Vec::new();
@@ -295,7 +312,8 @@ pub fn load_archive(data: &[u8]) -> Result<Chart, String> {
         if n == "." {
             return Err(format!(
                 "chart illegally contains content outside the base directory: {hd_name:?}"
-            ));
+            )
+            .into());
         }
         if n.starts_with("..") {
             return Err("chart illegally references parent directory".into());
@@ -346,7 +364,7 @@ fn clean_path(p: &str) -> String {
 }
 
 /// Builds a chart from its files (Helm's `LoadFiles`).
-pub fn load_files(files: Vec<File>) -> Result<Chart, String> {
+pub fn load_files(files: Vec<File>) -> Result<Chart, ChartError> {
     let mut c = Chart::default();
     let mut have_meta = false;
     if let Some(f) = files.iter().find(|f| f.name == "Chart.yaml") {
@@ -418,7 +436,8 @@ pub fn load_files(files: Vec<File>) -> Result<Chart, String> {
                     "error unpacking tar in {}: expected {n}, got {}",
                     c.name(),
                     file.name
-                ));
+                )
+                .into());
             }
             load_archive(&file.data)
         } else {
@@ -453,7 +472,7 @@ fn sanitize(s: &str) -> String {
         .collect()
 }
 
-fn validate_metadata(md: &mut Metadata) -> Result<(), String> {
+fn validate_metadata(md: &mut Metadata) -> Result<(), ChartError> {
     md.name = sanitize(&md.name);
     md.description = sanitize(&md.description);
     md.home = sanitize(&md.home);
@@ -478,7 +497,8 @@ fn validate_metadata(md: &mut Metadata) -> Result<(), String> {
         return Err(format!(
             "validation: chart.metadata.version {:?} is invalid",
             md.version
-        ));
+        )
+        .into());
     }
     if !matches!(md.chart_type.as_str(), "" | "application" | "library") {
         return Err("validation: chart.metadata.type must be application or library".into());
@@ -505,24 +525,25 @@ fn validate_metadata(md: &mut Metadata) -> Result<(), String> {
             return Err(format!(
                 "validation: dependency {:?} has disallowed characters in the alias",
                 d.name
-            ));
+            )
+            .into());
         }
     }
     Ok(())
 }
 
-fn type_err(v: &Value, strukt: &str, field: &str, want: &str) -> String {
-    format!(
+fn type_err(v: &Value, strukt: &str, field: &str, want: &str) -> ChartError {
+    ChartError(format!(
         "error unmarshaling JSON: json: cannot unmarshal {} into Go struct field {strukt}.{field} of type {want}",
         go_json_kind(v)
-    )
+    ))
 }
 
 fn get_string(
     obj: &serde_json::Map<String, Value>,
     strukt: &str,
     key: &str,
-) -> Result<String, String> {
+) -> Result<String, ChartError> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(v) => go_yaml_scalar_string(v).ok_or_else(|| type_err(v, strukt, key, "string")),
@@ -533,7 +554,7 @@ fn get_strings(
     obj: &serde_json::Map<String, Value>,
     strukt: &str,
     key: &str,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, ChartError> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(a)) => a
@@ -547,7 +568,11 @@ fn get_strings(
     }
 }
 
-fn get_bool(obj: &serde_json::Map<String, Value>, strukt: &str, key: &str) -> Result<bool, String> {
+fn get_bool(
+    obj: &serde_json::Map<String, Value>,
+    strukt: &str,
+    key: &str,
+) -> Result<bool, ChartError> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
@@ -557,7 +582,7 @@ fn get_bool(obj: &serde_json::Map<String, Value>, strukt: &str, key: &str) -> Re
 
 /// Converts parsed Chart.yaml JSON into [`Metadata`], with Go's type errors; also reports
 /// whether `dependencies` was present.
-pub fn metadata_from_json(v: &Value) -> Result<(Metadata, bool), String> {
+pub fn metadata_from_json(v: &Value) -> Result<(Metadata, bool), ChartError> {
     let obj = match v {
         Value::Object(m) => m,
         Value::Null => return Ok((Metadata::default(), false)),
@@ -565,7 +590,7 @@ pub fn metadata_from_json(v: &Value) -> Result<(Metadata, bool), String> {
             return Err(format!(
                 "error unmarshaling JSON: json: cannot unmarshal {} into Go value of type chart.Metadata",
                 go_json_kind(other)
-            ));
+            ).into());
         }
     };
     let s = "Metadata";
@@ -624,7 +649,7 @@ pub fn metadata_from_json(v: &Value) -> Result<(Metadata, bool), String> {
     Ok((md, has_deps))
 }
 
-fn dependencies_from_json(v: &Value) -> Result<Vec<Dependency>, String> {
+fn dependencies_from_json(v: &Value) -> Result<Vec<Dependency>, ChartError> {
     let s = "Dependency";
     match v {
         Value::Null => Ok(Vec::new()),
@@ -697,17 +722,17 @@ mod tests {
     #[test]
     fn chart_yaml_errors_are_helms() {
         let e = load_files(vec![f("values.yaml", "")]).unwrap_err();
-        assert_eq!(e, "Chart.yaml file is missing");
+        assert_eq!(e, "Chart.yaml file is missing".into());
         let e = load_files(vec![f("Chart.yaml", "name: a\n")]).unwrap_err();
-        assert!(e.contains("chart.metadata.version is required"), "{e}");
+        assert!(e.0.contains("chart.metadata.version is required"), "{e}");
         let e = load_files(vec![f("Chart.yaml", "name: a\nversion: x\n")]).unwrap_err();
-        assert!(e.contains("is invalid"), "{e}");
+        assert!(e.0.contains("is invalid"), "{e}");
         let e = load_files(vec![f(
             "Chart.yaml",
             "name: a\nversion: 1.0.0\nappVersion: [1]\n",
         )])
         .unwrap_err();
-        assert!(e.contains("Metadata.appVersion of type string"), "{e}");
+        assert!(e.0.contains("Metadata.appVersion of type string"), "{e}");
         // Scalars in string fields are stringified like sigs.k8s.io/yaml does.
         let c = load_files(vec![f(
             "Chart.yaml",

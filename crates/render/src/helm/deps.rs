@@ -9,15 +9,32 @@ use super::values::{
 };
 use gotmpl::semver::is_compatible_range;
 
+/// Subchart handling that failed (conditions, tags, import-values, coalescing), worded as Helm.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DependencyError(pub String);
+
+impl From<String> for DependencyError {
+    fn from(message: String) -> Self {
+        DependencyError(message)
+    }
+}
+
+impl From<&str> for DependencyError {
+    fn from(message: &str) -> Self {
+        DependencyError(message.to_string())
+    }
+}
+
 /// Helm's `CoalesceValues`: the user's values `vals` over the chart's defaults, recursively
 /// into subcharts (each subchart's values live under its name; globals are copied down).
-pub fn coalesce_values(c: &Chart, vals: &Values) -> Result<Values, String> {
+pub fn coalesce_values(c: &Chart, vals: &Values) -> Result<Values, DependencyError> {
     let mut dest = vals.clone();
     coalesce(c, &mut dest)?;
     Ok(dest)
 }
 
-fn coalesce(c: &Chart, dest: &mut Values) -> Result<(), String> {
+fn coalesce(c: &Chart, dest: &mut Values) -> Result<(), DependencyError> {
     coalesce_chart_values(&c.values, dest);
     for sub in &c.dependencies {
         let name = sub.name().to_string();
@@ -31,7 +48,8 @@ fn coalesce(c: &Chart, dest: &mut Values) -> Result<(), String> {
                     "type mismatch on {name}: %!t({}={})",
                     go_type(other),
                     go_print(other)
-                ));
+                )
+                .into());
             }
         }
         let mut dv = match dest.remove(&name) {
@@ -61,7 +79,7 @@ fn go_print(v: &Value) -> String {
 }
 
 /// Helm's `ProcessDependencies`: drops disabled subcharts and applies `import-values`.
-pub fn process_dependencies(c: &mut Chart, v: &Values) -> Result<(), String> {
+pub fn process_dependencies(c: &mut Chart, v: &Values) -> Result<(), DependencyError> {
     process_dependency_enabled(c, v, "")?;
     process_dependency_import_values(c)
 }
@@ -83,7 +101,11 @@ fn get_alias_dependency(charts: &[Chart], dep: &super::chart::Dependency) -> Opt
     None
 }
 
-fn process_dependency_enabled(c: &mut Chart, v: &Values, path: &str) -> Result<(), String> {
+fn process_dependency_enabled(
+    c: &mut Chart,
+    v: &Values,
+    path: &str,
+) -> Result<(), DependencyError> {
     if !c.has_dependencies_field {
         return Ok(());
     }
@@ -185,7 +207,7 @@ fn path_to_map(path: &str, data: Values) -> Values {
     cur
 }
 
-fn process_import_values(c: &mut Chart) -> Result<(), String> {
+fn process_import_values(c: &mut Chart) -> Result<(), DependencyError> {
     if !c.has_dependencies_field {
         return Ok(());
     }
@@ -204,7 +226,7 @@ fn process_import_values(c: &mut Chart) -> Result<(), String> {
                             return Err(format!(
                                 "dependency {:?}: import-values entry needs string \"child\" and \"parent\"",
                                 r.name
-                            ));
+                            ).into());
                         }
                     };
                     let parent = match iv.get("parent") {
@@ -213,7 +235,7 @@ fn process_import_values(c: &mut Chart) -> Result<(), String> {
                             return Err(format!(
                                 "dependency {:?}: import-values entry needs string \"child\" and \"parent\"",
                                 r.name
-                            ));
+                            ).into());
                         }
                     };
                     let mut o = serde_json::Map::new();
@@ -259,7 +281,7 @@ fn process_import_values(c: &mut Chart) -> Result<(), String> {
     Ok(())
 }
 
-fn process_dependency_import_values(c: &mut Chart) -> Result<(), String> {
+fn process_dependency_import_values(c: &mut Chart) -> Result<(), DependencyError> {
     for d in &mut c.dependencies {
         process_dependency_import_values(d)?;
     }
@@ -325,6 +347,6 @@ mod tests {
             unreachable!()
         };
         let e = coalesce_values(&c, &user).unwrap_err();
-        assert!(e.contains("type mismatch on sub"), "{e}");
+        assert!(e.0.contains("type mismatch on sub"), "{e}");
     }
 }

@@ -1,16 +1,33 @@
 //! `.helmignore` rules and Go's `filepath.Match`, so that exactly the files Helm would load
 //! (and expose through `.Files`) are loaded.
 
+/// A malformed `.helmignore` pattern (Go's `filepath.ErrBadPattern`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct IgnoreError(pub String);
+
+impl From<String> for IgnoreError {
+    fn from(message: String) -> Self {
+        IgnoreError(message)
+    }
+}
+
+impl From<&str> for IgnoreError {
+    fn from(message: &str) -> Self {
+        IgnoreError(message.to_string())
+    }
+}
+
 /// Go's `path.Match`/`filepath.Match` on `/`-separated names: `*` and `?` never match `/`,
 /// `[...]` classes support ranges and `^`/`!`... (Go accepts only `^`), `\` escapes.
 /// Returns Err for a malformed pattern (Go's `ErrBadPattern`).
-pub fn go_match(pattern: &str, name: &str) -> Result<bool, String> {
+pub fn go_match(pattern: &str, name: &str) -> Result<bool, IgnoreError> {
     let p: Vec<char> = pattern.chars().collect();
     let n: Vec<char> = name.chars().collect();
     match_from(&p, &n)
 }
 
-fn match_from(p: &[char], n: &[char]) -> Result<bool, String> {
+fn match_from(p: &[char], n: &[char]) -> Result<bool, IgnoreError> {
     // Iterative matcher with backtracking on the last star (Go's algorithm is equivalent for
     // patterns whose stars cannot cross '/').
     let mut pi = 0;
@@ -59,7 +76,7 @@ fn match_from(p: &[char], n: &[char]) -> Result<bool, String> {
 
 /// Matches one pattern element at `p[pi]` (not `*`) against `c`; returns (matched, pattern
 /// characters consumed).
-fn match_one(p: &[char], pi: usize, c: char) -> Result<(bool, usize), String> {
+fn match_one(p: &[char], pi: usize, c: char) -> Result<(bool, usize), IgnoreError> {
     match p[pi] {
         '?' => Ok((c != '/', 1)),
         '\\' => match p.get(pi + 1) {
@@ -99,7 +116,7 @@ fn match_one(p: &[char], pi: usize, c: char) -> Result<(bool, usize), String> {
     }
 }
 
-fn class_char(p: &[char], i: usize) -> Result<(char, usize), String> {
+fn class_char(p: &[char], i: usize) -> Result<(char, usize), IgnoreError> {
     match p.get(i) {
         None | Some('-') | Some(']') => Err("syntax error in pattern".into()),
         Some('\\') => p
@@ -110,7 +127,7 @@ fn class_char(p: &[char], i: usize) -> Result<(char, usize), String> {
     }
 }
 
-fn validate(p: &[char]) -> Result<(), String> {
+fn validate(p: &[char]) -> Result<(), IgnoreError> {
     let mut i = 0;
     while i < p.len() {
         match p[i] {
@@ -148,7 +165,7 @@ pub struct Rules {
 
 impl Rules {
     /// Parses `.helmignore` content; `source` names the file for errors.
-    pub fn parse(text: &str) -> Result<Rules, String> {
+    pub fn parse(text: &str) -> Result<Rules, IgnoreError> {
         let mut r = Rules::default();
         for (i, line) in text.lines().enumerate() {
             r.add(line)
@@ -162,7 +179,7 @@ impl Rules {
         let _ = self.add("templates/.?*");
     }
 
-    fn add(&mut self, rule: &str) -> Result<(), String> {
+    fn add(&mut self, rule: &str) -> Result<(), IgnoreError> {
         let rule = rule.trim();
         if rule.is_empty() || rule.starts_with('#') {
             return Ok(());

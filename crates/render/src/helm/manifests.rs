@@ -136,7 +136,7 @@ fn parse_head(doc: &str, path: &str) -> Result<Head, String> {
         Err(_) => {
             // Error path only: reparse for a go-yaml style message with the line number.
             let e = match parse_yaml_raw(doc, "") {
-                Err(e) => e.strip_prefix(": ").unwrap_or(&e).to_string(),
+                Err(e) => e.0.strip_prefix(": ").unwrap_or(&e.0).to_string(),
                 Ok(_) => "error converting YAML to JSON: yaml: invalid document".to_string(),
             };
             return Err(wrap(e));

@@ -150,14 +150,14 @@ pub fn template_path(
     vals: &Values,
     opts: &TemplateOptions,
 ) -> Result<String, HelmError> {
-    let chart = load(path).map_err(HelmError::new)?;
+    let chart = load(path).map_err(|e| HelmError::new(e.0))?;
     template(&chart, vals, opts)
 }
 
 /// Renders a loaded chart like `helm template` with user values `vals`.
 pub fn template(chart: &Chart, vals: &Values, opts: &TemplateOptions) -> Result<String, HelmError> {
     let kube_version = match &opts.kube_version {
-        Some(v) => KubeVersion::parse(v).map_err(HelmError::new)?,
+        Some(v) => KubeVersion::parse(v).map_err(|e| HelmError::new(e.0))?,
         None => KubeVersion::default_version(),
     };
     match chart.metadata.chart_type.as_str() {
@@ -180,9 +180,9 @@ pub fn template(chart: &Chart, vals: &Values, opts: &TemplateOptions) -> Result<
         }
     }
     let mut chart = chart.clone();
-    deps::process_dependencies(&mut chart, vals).map_err(HelmError::new)?;
+    deps::process_dependencies(&mut chart, vals).map_err(|e| HelmError::new(e.0))?;
     let caps = Arc::new(Capabilities::new(kube_version, &opts.api_versions));
-    let values = deps::coalesce_values(&chart, vals).map_err(HelmError::new)?;
+    let values = deps::coalesce_values(&chart, vals).map_err(|e| HelmError::new(e.0))?;
     schema::validate(&chart, &values).map_err(|e| {
         HelmError::new(format!(
             "values don't meet the specifications of the schema(s) in the following chart(s):\n{e}"

@@ -10,6 +10,23 @@ use gotmpl::{Object, Value};
 
 use super::chart::{Dependency, Maintainer, Metadata};
 
+/// A `--kube-version` that is not a Kubernetes version.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct KubeVersionError(pub String);
+
+impl From<String> for KubeVersionError {
+    fn from(message: String) -> Self {
+        KubeVersionError(message)
+    }
+}
+
+impl From<&str> for KubeVersionError {
+    fn from(message: &str) -> Self {
+        KubeVersionError(message.to_string())
+    }
+}
+
 /// Converts Helm values to template values, keeping Go's float64/int64 distinction: an
 /// `f64`-backed JSON number is a `float64`, an integer-backed one an `int64` (from `--set`).
 pub fn to_tmpl(v: &serde_json::Value) -> Value {
@@ -115,7 +132,7 @@ pub struct KubeVersion {
 
 impl KubeVersion {
     /// Helm's `ParseKubeVersion`: lenient semver, printed back with a `v` prefix.
-    pub fn parse(v: &str) -> Result<KubeVersion, String> {
+    pub fn parse(v: &str) -> Result<KubeVersion, KubeVersionError> {
         let sv = gotmpl::semver::Version::parse(v)
             .map_err(|e| format!("invalid kube version '{v}': {e}"))?;
         Ok(KubeVersion {

@@ -7,15 +7,36 @@ use serde_json::Value;
 use super::chart::Chart;
 use super::values::Values;
 
-/// Helm's `ValidateAgainstSchema`: Err carries the report (one `- field: reason` line per
-/// violation, grouped under the chart's name).
-pub fn validate(chart: &Chart, values: &Values) -> Result<(), String> {
-    let mut sb = String::new();
-    validate_into(chart, values, &mut sb)?;
-    if sb.is_empty() { Ok(()) } else { Err(sb) }
+/// Values that break the chart's `values.schema.json`, listed as Helm lists them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SchemaError(pub String);
+
+impl From<String> for SchemaError {
+    fn from(message: String) -> Self {
+        SchemaError(message)
+    }
 }
 
-fn validate_into(chart: &Chart, values: &Values, sb: &mut String) -> Result<(), String> {
+impl From<&str> for SchemaError {
+    fn from(message: &str) -> Self {
+        SchemaError(message.to_string())
+    }
+}
+
+/// Helm's `ValidateAgainstSchema`: Err carries the report (one `- field: reason` line per
+/// violation, grouped under the chart's name).
+pub fn validate(chart: &Chart, values: &Values) -> Result<(), SchemaError> {
+    let mut sb = String::new();
+    validate_into(chart, values, &mut sb)?;
+    if sb.is_empty() {
+        Ok(())
+    } else {
+        Err(SchemaError(sb))
+    }
+}
+
+fn validate_into(chart: &Chart, values: &Values, sb: &mut String) -> Result<(), SchemaError> {
     if let Some(schema) = &chart.schema {
         let report = validate_single(values, schema)
             .map_err(|e| format!("{}: values.schema.json: {e}", chart.name()))?;
@@ -51,7 +72,7 @@ fn jsonify(v: &Value) -> Value {
     }
 }
 
-fn validate_single(values: &Values, schema: &[u8]) -> Result<String, String> {
+fn validate_single(values: &Values, schema: &[u8]) -> Result<String, SchemaError> {
     let schema: Value = serde_json::from_slice(schema).map_err(|e| e.to_string())?;
     let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
     let instance = jsonify(&Value::Object(values.clone()));
@@ -94,8 +115,8 @@ mod tests {
             unreachable!()
         };
         let e = validate(&chart, &bad).unwrap_err();
-        assert!(e.starts_with("c:\n"), "{e}");
-        assert!(e.contains("- replicas:"), "{e}");
-        assert!(e.contains("(root)"), "{e}");
+        assert!(e.0.starts_with("c:\n"), "{e}");
+        assert!(e.0.contains("- replicas:"), "{e}");
+        assert!(e.0.contains("(root)"), "{e}");
     }
 }

@@ -5,6 +5,23 @@
 
 use serde_json::{Map, Number, Value};
 
+/// A `--set` / `--set-string` / `--set-file` argument Helm's `strvals` would refuse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SetError(pub String);
+
+impl From<String> for SetError {
+    fn from(message: String) -> Self {
+        SetError(message)
+    }
+}
+
+impl From<&str> for SetError {
+    fn from(message: &str) -> Self {
+        SetError(message.to_string())
+    }
+}
+
 /// The largest list index accepted; larger ones are refused instead of allocating huge lists.
 pub const MAX_INDEX: usize = 65536;
 
@@ -13,15 +30,15 @@ pub const MAX_INDEX: usize = 65536;
 type Reader<'a> = dyn FnMut(&str) -> Result<Value, String> + 'a;
 
 /// Parses one `--set` argument (`a.b=1,c[0]=x`) into `dest`.
-pub fn parse_into(s: &str, dest: &mut Map<String, Value>) -> Result<(), String> {
+pub fn parse_into(s: &str, dest: &mut Map<String, Value>) -> Result<(), SetError> {
     let mut reader = |rs: &str| Ok(typed_val(rs, false));
-    Parser::new(s, &mut reader).parse(dest)
+    Ok(Parser::new(s, &mut reader).parse(dest)?)
 }
 
 /// Parses one `--set-string` argument into `dest`; every value stays a string.
-pub fn parse_into_string(s: &str, dest: &mut Map<String, Value>) -> Result<(), String> {
+pub fn parse_into_string(s: &str, dest: &mut Map<String, Value>) -> Result<(), SetError> {
     let mut reader = |rs: &str| Ok(typed_val(rs, true));
-    Parser::new(s, &mut reader).parse(dest)
+    Ok(Parser::new(s, &mut reader).parse(dest)?)
 }
 
 /// Parses one `--set-file` argument into `dest`; each value names a file whose content
@@ -391,7 +408,9 @@ mod tests {
 
     fn p(s: &str) -> Result<Value, String> {
         let mut m = Map::new();
-        parse_into(s, &mut m).map(|_| Value::Object(m))
+        parse_into(s, &mut m)
+            .map(|_| Value::Object(m))
+            .map_err(|e| e.0)
     }
 
     #[test]

@@ -7,6 +7,23 @@
 
 use serde_json::{Map, Number, Value};
 
+/// Values YAML that Helm would refuse (not YAML, not a mapping), naming the source file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValuesError(pub String);
+
+impl From<String> for ValuesError {
+    fn from(message: String) -> Self {
+        ValuesError(message)
+    }
+}
+
+impl From<&str> for ValuesError {
+    fn from(message: &str) -> Self {
+        ValuesError(message.to_string())
+    }
+}
+
 /// A values table (`map[string]interface{}` in Helm).
 pub type Values = Map<String, Value>;
 
@@ -14,20 +31,20 @@ pub type Values = Map<String, Value>;
 ///
 /// `source` names the file in error messages. An empty document gives an empty table; a
 /// document that is not a mapping is an error, as in Helm.
-pub fn parse_values_yaml(text: &str, source: &str) -> Result<Values, String> {
+pub fn parse_values_yaml(text: &str, source: &str) -> Result<Values, ValuesError> {
     match parse_yaml_value(text, source)? {
         Value::Null => Ok(Values::new()),
         Value::Object(m) => Ok(m),
         other => Err(format!(
             "{source}: error unmarshaling JSON: json: cannot unmarshal {} into Go value of type chartutil.Values",
             go_json_kind(&other)
-        )),
+        ).into()),
     }
 }
 
 /// Parses one YAML document into a JSON value with every number converted to `float64`,
 /// as sigs.k8s.io/yaml does (YAML 1.1 booleans and legacy octal included).
-pub fn parse_yaml_value(text: &str, source: &str) -> Result<Value, String> {
+pub fn parse_yaml_value(text: &str, source: &str) -> Result<Value, ValuesError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Ok(Value::Null);
@@ -61,7 +78,7 @@ fn tmpl_to_json(v: &gotmpl::Value) -> Value {
 /// Parses one YAML document keeping YAML's own int/float distinction (go-yaml v2's view before
 /// the JSON round trip); used where Helm decodes into typed structs, whose string fields get
 /// scalars stringified by sigs.k8s.io/yaml (see [`go_yaml_scalar_string`]).
-pub fn parse_yaml_raw(text: &str, source: &str) -> Result<Value, String> {
+pub fn parse_yaml_raw(text: &str, source: &str) -> Result<Value, ValuesError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Ok(Value::Null);
@@ -305,9 +322,9 @@ mod tests {
                 .is_empty()
         );
         let e = parse_values_yaml("- a\n", "x.yaml").unwrap_err();
-        assert!(e.contains("x.yaml") && e.contains("array"), "{e}");
+        assert!(e.0.contains("x.yaml") && e.0.contains("array"), "{e}");
         let e = parse_values_yaml("a: [\n", "bad.yaml").unwrap_err();
-        assert!(e.contains("bad.yaml"), "{e}");
+        assert!(e.0.contains("bad.yaml"), "{e}");
     }
 
     #[test]

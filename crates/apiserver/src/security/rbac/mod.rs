@@ -417,9 +417,9 @@ fn parse(obj: &Value) -> Result<Parsed, RbacError> {
             let rule: PolicyRule = serde_json::from_value(item.clone())
                 .map_err(|e| err(&format!("rules[{i}]"), e.to_string()))?;
             rule.validate(kind.namespaced())
-                .map_err(|m| match m.split_once(": ") {
+                .map_err(|m| match m.0.split_once(": ") {
                     Some((f, rest)) => err(&format!("rules[{i}].{f}"), rest.to_string()),
-                    None => err(&format!("rules[{i}]"), m),
+                    None => err(&format!("rules[{i}]"), m.0),
                 })?;
             out.push(rule);
         }

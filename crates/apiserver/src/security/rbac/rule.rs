@@ -9,6 +9,23 @@ use super::Attributes;
 /// The wildcard that matches any verb, API group, resource or non-resource URL.
 pub const ALL: &str = "*";
 
+/// A PolicyRule kube-apiserver would refuse (e.g. `nonResourceURLs` in a namespaced Role), with its message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct RuleError(pub String);
+
+impl From<String> for RuleError {
+    fn from(message: String) -> Self {
+        RuleError(message)
+    }
+}
+
+impl From<&str> for RuleError {
+    fn from(message: &str) -> Self {
+        RuleError(message.to_string())
+    }
+}
+
 /// One rule of a Role or ClusterRole, with the upstream JSON field names.
 ///
 /// Why a dedicated type rather than `k8s-openapi`'s: the authorizer keeps thousands of these hot
@@ -70,7 +87,7 @@ impl PolicyRule {
 
     /// kube-apiserver's `ValidatePolicyRule`: the reason a rule is invalid, if it is. `namespaced`
     /// is true for Role rules, which may not name non-resource URLs.
-    pub fn validate(&self, namespaced: bool) -> Result<(), String> {
+    pub fn validate(&self, namespaced: bool) -> Result<(), RuleError> {
         if self.verbs.is_empty() {
             return Err("verbs: Required value: verbs must contain at least one value".into());
         }

@@ -1,9 +1,21 @@
-//! Go `time.ParseDuration`, for `ClusterRegistrationToken.spec.ttl` (`"1440m"`, `"12h"`, `"1h30m"`).
+//! Go `time.ParseDuration`, one parser for every duration Fleet reads: a token's `ttl`
+//! (`"1440m"`, `"12h"`), a GitRepo's `pollingInterval`, the agent's `CHECKIN_INTERVAL` and the
+//! controller's election flags.
 
 use std::time::Duration;
 
-/// Parses a Go duration string; a negative one is an error because a TTL cannot be negative.
-pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
+/// A duration Go's `time.ParseDuration` would refuse, or a negative one (every duration Fleet
+/// reads is a length of time).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DurationError(String);
+
+/// Parses a Go duration string (`1h30m`, `1.5h`, `500ms`, `0`).
+pub fn parse_go_duration(s: &str) -> Result<Duration, DurationError> {
+    parse(s).map_err(DurationError)
+}
+
+fn parse(s: &str) -> Result<Duration, String> {
     let orig = s;
     let s = s.strip_prefix('+').unwrap_or(s);
     if s.starts_with('-') {
