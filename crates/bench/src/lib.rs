@@ -4,6 +4,7 @@
 //! `scale:` line the README quotes.
 
 pub mod apiserver;
+pub mod controller;
 pub mod procfs;
 pub mod scale;
 

@@ -53,8 +53,8 @@ pub struct ScaleOptions {
     pub store_sync: String,
 }
 
-const WORKSPACE: &str = "fleet-default";
-const GITREPO: &str = "bench";
+pub(crate) const WORKSPACE: &str = "fleet-default";
+pub(crate) const GITREPO: &str = "bench";
 const AGENT_NAMESPACE: &str = "cattle-fleet-system";
 /// Downstream namespace of every bundle's objects.
 const TARGET_NAMESPACE: &str = "bench";
@@ -229,17 +229,17 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-const MIB: f64 = 1024.0 * 1024.0;
+pub(crate) const MIB: f64 = 1024.0 * 1024.0;
 
 /// The `fleet server` child.
-struct Manager {
+pub(crate) struct Manager {
     child: tokio::process::Child,
-    pid: u32,
-    url: String,
+    pub(crate) pid: u32,
+    pub(crate) url: String,
 }
 
 impl Manager {
-    async fn start(exe: &Path, dir: &Path, store_sync: &str) -> anyhow::Result<Manager> {
+    pub(crate) async fn start(exe: &Path, dir: &Path, store_sync: &str) -> anyhow::Result<Manager> {
         let data = dir.join("manager");
         let log = std::fs::File::create(dir.join("manager.log")).context("manager log")?;
         let mut child = tokio::process::Command::new(exe)
@@ -266,14 +266,14 @@ impl Manager {
         Ok(Manager { child, pid, url })
     }
 
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
     }
 }
 
 /// The manager store's current revision (every write bumps it).
-async fn revision(admin: &Client) -> anyhow::Result<u64> {
+pub(crate) async fn revision(admin: &Client) -> anyhow::Result<u64> {
     let ns: Api<Namespace> = Api::all(admin.clone());
     let list = ns.list(&ListParams::default().limit(1)).await?;
     list.metadata
@@ -284,7 +284,7 @@ async fn revision(admin: &Client) -> anyhow::Result<u64> {
 }
 
 /// Timing, writes and CPU of one phase.
-struct Phase {
+pub(crate) struct Phase {
     rev: u64,
     writes: WriteCounter,
     manager_cpu: f64,
@@ -292,7 +292,7 @@ struct Phase {
 }
 
 impl Phase {
-    async fn start(admin: &Client, pid: u32) -> anyhow::Result<Phase> {
+    pub(crate) async fn start(admin: &Client, pid: u32) -> anyhow::Result<Phase> {
         let rev = revision(admin).await?;
         Ok(Phase {
             rev,
@@ -303,7 +303,7 @@ impl Phase {
     }
 
     /// Prints the phase's line; returns its writes.
-    async fn report(
+    pub(crate) async fn report(
         &mut self,
         name: &str,
         admin: &Client,
@@ -513,14 +513,14 @@ impl Downstream {
 
 /// Every BundleDeployment's deploymentID and whether it is Ready at that ID, kept from a watch.
 #[derive(Clone)]
-struct Tracker {
+pub(crate) struct Tracker {
     state: Arc<Mutex<HashMap<String, (String, bool)>>>,
     task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
     admin: Client,
 }
 
 impl Tracker {
-    fn start(admin: Client) -> Tracker {
+    pub(crate) fn start(admin: Client) -> Tracker {
         let t = Tracker {
             state: Arc::default(),
             task: Arc::default(),
@@ -556,14 +556,31 @@ impl Tracker {
         t
     }
 
-    fn stop(&self) {
+    pub(crate) fn stop(&self) {
         if let Some(t) = self.task.lock().unwrap_or_else(|p| p.into_inner()).take() {
             t.abort();
         }
     }
 
-    fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Every BundleDeployment's deploymentID, by `namespace/name`.
+    pub(crate) fn ids(&self) -> HashMap<String, String> {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.iter()
+            .map(|(k, (id, _))| (k.clone(), id.clone()))
+            .collect()
+    }
+
+    /// Whether `expected` BDs exist, each with a deploymentID other than its entry in `before`
+    /// (written by the controller; whether an agent applied it does not matter here).
+    pub(crate) fn all_written(&self, expected: usize, before: &HashMap<String, String>) -> bool {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.len() == expected
+            && s.iter()
+                .all(|(k, (id, _))| !id.is_empty() && before.get(k).is_none_or(|old| old != id))
     }
 
     /// Why a round did not end: the watch's view against a fresh list (a difference means the
@@ -704,7 +721,7 @@ async fn wait_ready(
 }
 
 /// Creates the GitRepo polling the bench's repository, every bundle directory a path.
-async fn apply_gitrepo(
+pub(crate) async fn apply_gitrepo(
     admin: &Client,
     repo: &Path,
     bundles: usize,
@@ -730,7 +747,12 @@ async fn apply_gitrepo(
 }
 
 /// Writes every bundle at round `rev` (each object annotated with it).
-fn write_repo(repo: &Path, bundles: usize, objects: usize, rev: usize) -> anyhow::Result<()> {
+pub(crate) fn write_repo(
+    repo: &Path,
+    bundles: usize,
+    objects: usize,
+    rev: usize,
+) -> anyhow::Result<()> {
     for j in 0..bundles {
         let d = repo.join(format!("b{j}"));
         std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
@@ -766,7 +788,7 @@ fn object(j: usize, k: usize, rev: usize) -> Value {
     }
 }
 
-fn git_commit(repo: &Path, msg: &str, init: bool) -> anyhow::Result<()> {
+pub(crate) fn git_commit(repo: &Path, msg: &str, init: bool) -> anyhow::Result<()> {
     let run = |args: &[&str]| -> anyhow::Result<()> {
         let out = std::process::Command::new("git")
             .args(args)

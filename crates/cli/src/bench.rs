@@ -19,6 +19,9 @@ enum BenchTarget {
     /// One commit to thousands of clusters Ready: a real manager process, N real agents with
     /// in-memory downstream clusters; prints the `scale:` line.
     Scale(ScaleArgs),
+    /// The manager's controllers alone on hand-made Clusters: commit to every BundleDeployment
+    /// written, writes per BundleDeployment, resync writes, RSS; prints the `controller:` line.
+    Controller(ControllerArgs),
     /// Throughput, watch fan-out latency, memory and list time of the embedded API server.
     Apiserver(ApiserverArgs),
     /// Internal: the watch fan-out clients, run as a child process by `bench apiserver`.
@@ -149,6 +152,29 @@ struct ScaleArgs {
     store_sync: String,
 }
 
+/// Flags of `fleet bench controller` (issue #12).
+#[derive(Args, Debug)]
+struct ControllerArgs {
+    /// Hand-made Cluster objects.
+    #[arg(long, default_value_t = 1000)]
+    clusters: usize,
+    /// Bundles in the git repository (one directory each).
+    #[arg(long, default_value_t = 50)]
+    bundles: usize,
+    /// Objects per bundle (cycling Deployment, Service, ConfigMap).
+    #[arg(long, default_value_t = 3)]
+    objects: usize,
+    /// Seconds the restarted manager is watched for resync writes.
+    #[arg(long, default_value_t = 15)]
+    resync_secs: u64,
+    /// Give up on a phase after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+    /// The manager's `--store-sync`.
+    #[arg(long, value_name = "full|normal", default_value = "full")]
+    store_sync: String,
+}
+
 /// Runs `fleet bench ...`.
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     fleet_bench::raise_fd_limit();
@@ -159,6 +185,20 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.target {
         BenchTarget::Apiserver(a) => rt.block_on(fleet_bench::apiserver::apiserver(a.into())),
         BenchTarget::WatchClient(a) => rt.block_on(fleet_bench::apiserver::watch_client(a.into())),
+        BenchTarget::Controller(a) => {
+            let exe = std::env::current_exe().context("locating the fleet binary")?;
+            rt.block_on(fleet_bench::controller::controller(
+                fleet_bench::controller::ControllerOptions {
+                    exe,
+                    clusters: a.clusters,
+                    bundles: a.bundles,
+                    objects: a.objects,
+                    resync: std::time::Duration::from_secs(a.resync_secs),
+                    timeout: std::time::Duration::from_secs(a.timeout),
+                    store_sync: a.store_sync,
+                },
+            ))
+        }
         BenchTarget::Scale(a) => {
             let exe = std::env::current_exe().context("locating the fleet binary")?;
             rt.block_on(fleet_bench::scale::scale(

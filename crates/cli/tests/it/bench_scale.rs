@@ -62,3 +62,39 @@ fn field_parsing() {
     assert_eq!(field(l, "bundles"), Some("5"));
     assert_eq!(field(l, "all"), None);
 }
+
+/// `fleet bench controller` (issue #12) on 50 hand-made Clusters and 4 bundles: every
+/// BundleDeployment written in both rounds, and a restarted manager writes nothing at all
+/// (a resync that changes nothing must not write).
+#[test]
+fn controller_bench_writes_every_bundledeployment_and_nothing_on_resync() {
+    if fleet_testkit::tools::git().is_none() {
+        assert!(!fleet_testkit::in_ci(), "git is required under CI=true");
+        eprintln!("skipping: git is not installed");
+        return;
+    }
+    let out = Command::new(fleet_bin!())
+        .args(["bench", "controller", "--clusters", "50", "--bundles", "4"])
+        .args(["--resync-secs", "5", "--timeout", "120"])
+        .output()
+        .expect("running fleet bench controller");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "fleet bench controller failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("controller: "),
+        "last line: {last:?}\n{stdout}"
+    );
+    assert_eq!(field(last, "bundledeployments"), Some("200"), "{last}");
+    assert_eq!(field(last, "resync_writes"), Some("0"), "{stdout}");
+    for key in ["written_s", "update_s", "writes_per_bd", "manager_rss_mib"] {
+        let v: f64 = field(last, key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key} is not a number in {last}"));
+        assert!(v.is_finite() && v > 0.0, "{key}={v} in {last}");
+    }
+}

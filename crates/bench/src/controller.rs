@@ -1,0 +1,205 @@
+//! `fleet bench controller`: the manager's controllers alone, on hand-made Cluster objects (no
+//! agents), as issue #12 asks. The manager is a `fleet server` child process (this binary, so its
+//! RSS is its own) polling a git repository the bench writes; N Clusters are created with the
+//! admin client. Measured: commit → every BundleDeployment written (and again for a commit that
+//! changes every bundle), the manager's writes per BundleDeployment by resource, the writes of a
+//! resync with nothing changed (the manager restarted on the same store: every controller
+//! relists and reconciles everything), and the manager's RSS.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use fleet_api::Cluster;
+use futures::StreamExt;
+use kube::api::{ListParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
+
+use crate::procfs;
+use crate::scale::{
+    GITREPO, MIB, Manager, Phase, Tracker, WORKSPACE, apply_gitrepo, git_commit, revision,
+    write_repo,
+};
+
+/// What `fleet bench controller` runs.
+#[derive(Clone, Debug)]
+pub struct ControllerOptions {
+    /// This binary (the manager is `EXE server`).
+    pub exe: PathBuf,
+    /// Hand-made Cluster objects.
+    pub clusters: usize,
+    /// Bundles in the repository (one directory each).
+    pub bundles: usize,
+    /// Objects per bundle.
+    pub objects: usize,
+    /// How long the restarted manager is watched for resync writes.
+    pub resync: Duration,
+    /// Give up on a phase after this long.
+    pub timeout: Duration,
+    /// The manager's `--store-sync`.
+    pub store_sync: String,
+}
+
+/// Runs the benchmark; prints a line per phase and last the `controller:` line.
+pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
+    if opts.clusters == 0 || opts.bundles == 0 || opts.objects == 0 {
+        bail!("--clusters, --bundles and --objects must be at least 1");
+    }
+    let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let say = |m: &str| eprintln!("bench controller: {m}");
+    let kubeconfig = dir.path().join("manager/kubeconfig");
+    let manager = Manager::start(&opts.exe, dir.path(), &opts.store_sync).await?;
+    let admin = fleet_kube::client(Some(&kubeconfig)).await?;
+    say(&format!("manager ready at {}", manager.url));
+
+    // The clusters, and their namespaces (the Cluster controller's work, not measured).
+    let t = Instant::now();
+    create_clusters(&admin, opts.clusters).await?;
+    wait_namespaces(&admin, opts.clusters, opts.timeout).await?;
+    println!(
+        "clusters: {} Cluster objects and their namespaces in {:.1} s",
+        opts.clusters,
+        t.elapsed().as_secs_f64()
+    );
+
+    let expected = opts.clusters * opts.bundles;
+    let tracker = Tracker::start(admin.clone());
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).context("creating the repository")?;
+    write_repo(&repo, opts.bundles, opts.objects, 1)?;
+    git_commit(&repo, "round 1", true)?;
+
+    // Round 1: the GitRepo appears (its first poll fetches the commit).
+    let mut phase = Phase::start(&admin, manager.pid).await?;
+    let t = Instant::now();
+    apply_gitrepo(&admin, &repo, opts.bundles, "1s").await?;
+    let written_s = wait_written(&tracker, expected, &HashMap::new(), opts.timeout).await?;
+    let w1 = phase
+        .report("written", &admin, manager.pid, t.elapsed().as_secs_f64())
+        .await?;
+    let rss = procfs::rss_bytes_pid(manager.pid).unwrap_or(0) as f64 / MIB;
+
+    // Round 2: a commit changing every bundle.
+    let before = tracker.ids();
+    write_repo(&repo, opts.bundles, opts.objects, 2)?;
+    let t = Instant::now();
+    git_commit(&repo, "round 2", false)?;
+    let update_s = wait_written(&tracker, expected, &before, opts.timeout).await?;
+    let w2 = phase
+        .report("update", &admin, manager.pid, t.elapsed().as_secs_f64())
+        .await?;
+    tracker.stop();
+    // Let trailing status writes of round 2 land before the restart.
+    settle(&admin, Duration::from_secs(2), opts.timeout).await?;
+
+    // Resync: the same store, a new manager process; every controller starts from a full list.
+    manager.stop().await;
+    let manager = Manager::start(&opts.exe, dir.path(), &opts.store_sync).await?;
+    let admin = fleet_kube::client(Some(&kubeconfig)).await?;
+    let mut resync = Phase::start(&admin, manager.pid).await?;
+    tokio::time::sleep(opts.resync).await;
+    let resync_writes = resync
+        .report("resync", &admin, manager.pid, opts.resync.as_secs_f64())
+        .await?;
+    let rss_after = procfs::rss_bytes_pid(manager.pid).unwrap_or(0) as f64 / MIB;
+    manager.stop().await;
+
+    let per_bd = |w: u64| w as f64 / expected as f64;
+    println!(
+        "controller: clusters={} bundles={} bundledeployments={expected} written_s={written_s:.2} \
+         update_s={update_s:.2} writes_per_bd={:.2} update_writes_per_bd={:.2} resync_writes={resync_writes} \
+         manager_rss_mib={rss:.0} rss_mib_per_1000_clusters={:.1} resynced_rss_mib={rss_after:.0}",
+        opts.clusters,
+        opts.bundles,
+        per_bd(w1),
+        per_bd(w2),
+        rss / opts.clusters as f64 * 1000.0,
+    );
+    Ok(())
+}
+
+/// Creates `n` Clusters in the workspace (32 requests in flight), labelled so targets could pick.
+async fn create_clusters(admin: &Client, n: usize) -> anyhow::Result<()> {
+    let api: Api<Cluster> = Api::namespaced(admin.clone(), WORKSPACE);
+    let results: Vec<anyhow::Result<()>> = futures::stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let c: Cluster = serde_json::from_value(json!({
+                    "apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
+                    "metadata": {"name": format!("c{i:05}"), "namespace": WORKSPACE,
+                        "labels": {"env": if i % 2 == 0 { "prod" } else { "dev" }}},
+                    "spec": {}
+                }))?;
+                api.create(&PostParams::default(), &c)
+                    .await
+                    .with_context(|| format!("creating Cluster c{i:05}"))?;
+                Ok(())
+            }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+/// Waits until every Cluster has its namespace in `status.namespace`.
+async fn wait_namespaces(admin: &Client, n: usize, timeout: Duration) -> anyhow::Result<()> {
+    let api: Api<Cluster> = Api::namespaced(admin.clone(), WORKSPACE);
+    let t = Instant::now();
+    loop {
+        let list = api.list(&ListParams::default()).await?;
+        let done = list
+            .items
+            .iter()
+            .filter(|c| c.status.as_ref().is_some_and(|s| !s.namespace.is_empty()))
+            .count();
+        if done == n {
+            return Ok(());
+        }
+        if t.elapsed() > timeout {
+            bail!("{done} of {n} Clusters have a namespace after {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits until every BundleDeployment carries a new deploymentID; returns the seconds taken.
+async fn wait_written(
+    tracker: &Tracker,
+    expected: usize,
+    before: &HashMap<String, String>,
+    timeout: Duration,
+) -> anyhow::Result<f64> {
+    let t = Instant::now();
+    while t.elapsed() < timeout {
+        if tracker.all_written(expected, before) {
+            return Ok(t.elapsed().as_secs_f64());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    bail!(
+        "{} of {expected} BundleDeployments written after {timeout:?} (GitRepo {WORKSPACE}/{GITREPO})",
+        tracker.count()
+    )
+}
+
+/// Waits until the store's revision stays put for `quiet`.
+async fn settle(admin: &Client, quiet: Duration, timeout: Duration) -> anyhow::Result<()> {
+    let t = Instant::now();
+    let mut last = revision(admin).await?;
+    let mut since = Instant::now();
+    while t.elapsed() < timeout {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = revision(admin).await?;
+        if now != last {
+            last = now;
+            since = Instant::now();
+        } else if since.elapsed() >= quiet {
+            return Ok(());
+        }
+    }
+    bail!("the manager kept writing for {timeout:?}")
+}
