@@ -178,8 +178,17 @@ pub struct FetchCache {
 }
 
 impl FetchCache {
-    /// A cache keeping its checkouts under `root`.
+    /// A cache keeping its checkouts under `root`. Checkouts left there by an earlier process
+    /// are removed: nothing refers to them any more, and their names would collide with the
+    /// new ones (a restarted manager could not fetch until it had skipped past them).
     pub fn new(root: PathBuf) -> FetchCache {
+        if let Ok(entries) = std::fs::read_dir(&root) {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with("checkout-") {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
         FetchCache {
             root,
             ..Default::default()
@@ -215,6 +224,8 @@ impl FetchCache {
             .get_or_init(|| async {
                 let n = self.seq.fetch_add(1, Ordering::Relaxed);
                 let dest = self.root.join(format!("checkout-{n}"));
+                // Whatever is there is not in the map, so nobody uses it.
+                let _ = std::fs::remove_dir_all(&dest);
                 let (u, r) = (url.to_string(), reference.to_string());
                 let d = dest.clone();
                 self.fetches.fetch_add(1, Ordering::Relaxed);
@@ -256,5 +267,65 @@ impl FetchCache {
             }
             keep_it
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// A restarted manager finds the checkouts of the previous process in its cache directory;
+    /// its first fetch must still succeed (it used to fail on `checkout-0` until retried).
+    #[tokio::test]
+    async fn a_new_cache_fetches_over_checkouts_left_by_an_earlier_process() {
+        if std::process::Command::new("git")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            assert!(
+                std::env::var("CI").is_err(),
+                "git is required under CI=true"
+            );
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("repo dir");
+        git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("a.yaml"), "a: 1\n").expect("write");
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", "one"]);
+        let commit = git(&repo, &["rev-parse", "HEAD"]);
+
+        let root = tmp.path().join("cache");
+        for n in 0..3 {
+            let old = root.join(format!("checkout-{n}"));
+            std::fs::create_dir_all(&old).expect("old checkout");
+            std::fs::write(old.join("stale"), "x").expect("stale file");
+        }
+        let cache = FetchCache::new(root.clone());
+        assert!(!root.join("checkout-1").exists(), "leftovers are removed");
+        let url = format!("file://{}", repo.display());
+        let dir = cache
+            .checkout(&url, "refs/heads/main", &commit, None)
+            .await
+            .expect("the first fetch after a restart succeeds");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("a.yaml")).expect("checked out"),
+            "a: 1\n"
+        );
+        assert_eq!(cache.fetches(), 1);
     }
 }

@@ -314,7 +314,8 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
 }
 
 fn bundles_of(ctx: &Context, ns: &str, repo: &str) -> Vec<Arc<Bundle>> {
-    ctx.stores
+    let mut out: Vec<Arc<Bundle>> = ctx
+        .stores
         .bundles
         .state()
         .into_iter()
@@ -327,7 +328,11 @@ fn bundles_of(ctx: &Context, ns: &str, repo: &str) -> Vec<Arc<Bundle>> {
                     .map(String::as_str)
                     == Some(repo)
         })
-        .collect()
+        .collect();
+    // By name: the status lists the first non-ready ones, and the cache's order is arbitrary
+    // (a restarted manager would otherwise rewrite an unchanged status in another order).
+    out.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    out
 }
 
 /// The targets file upstream writes for the job: the GitRepo targets (default: the `default`
