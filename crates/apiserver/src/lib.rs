@@ -12,6 +12,29 @@
 //! 6. [`http`]: routing, handlers, watch, discovery, OpenAPI, authorization middleware, TLS serving.
 //! 7. [`app`] and [`server`]: assembly.
 
+/// Defines an error type carrying a message that must print exactly as the tool it mirrors
+/// prints it (Helm, kube-apiserver): typed at the API, verbatim in `Display`.
+macro_rules! message_error {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+        #[error("{0}")]
+        pub struct $name(pub String);
+
+        impl From<String> for $name {
+            fn from(message: String) -> Self {
+                $name(message)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(message: &str) -> Self {
+                $name(message.to_string())
+            }
+        }
+    };
+}
+
 pub mod app;
 pub(crate) mod controllers;
 pub(crate) mod http;

@@ -229,21 +229,9 @@ pub async fn read_body(body: Body) -> ApiResult<Bytes> {
     }
 }
 
-/// A request body that is not YAML (or not UTF-8), answered with a 400 naming the problem.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct BodyError(pub String);
-
-impl From<String> for BodyError {
-    fn from(message: String) -> Self {
-        BodyError(message)
-    }
-}
-
-impl From<&str> for BodyError {
-    fn from(message: &str) -> Self {
-        BodyError(message.to_string())
-    }
+message_error! {
+    /// A request body that is not YAML (or not UTF-8), answered with a 400 naming the problem.
+    BodyError
 }
 
 /// Parses YAML with Kubernetes (Go YAML 1.1) number semantics into JSON.

@@ -7,21 +7,9 @@ use serde_json::Value;
 
 use crate::storage::validation::{label_value, qualified_name};
 
-/// A label or field selector kube-apiserver would refuse, with its message (the 400's text).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SelectorError(pub String);
-
-impl From<String> for SelectorError {
-    fn from(message: String) -> Self {
-        SelectorError(message)
-    }
-}
-
-impl From<&str> for SelectorError {
-    fn from(message: &str) -> Self {
-        SelectorError(message.to_string())
-    }
+message_error! {
+    /// A label or field selector kube-apiserver would refuse, with its message (the 400's text).
+    SelectorError
 }
 
 /// One label requirement.

@@ -8,21 +8,9 @@ use crate::storage::errors::Cause;
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 
-/// A name, label or annotation kube-apiserver would refuse, with its message (the 422's cause).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ValidationError(pub String);
-
-impl From<String> for ValidationError {
-    fn from(message: String) -> Self {
-        ValidationError(message)
-    }
-}
-
-impl From<&str> for ValidationError {
-    fn from(message: &str) -> Self {
-        ValidationError(message.to_string())
-    }
+message_error! {
+    /// A name, label or annotation kube-apiserver would refuse, with its message (the 422's cause).
+    ValidationError
 }
 
 /// RFC 1123 label (namespaces, most name prefixes): `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, max 63.

@@ -14,22 +14,10 @@ use super::values::{
     Values, go_json_kind, go_yaml_scalar_string, parse_values_yaml, parse_yaml_raw,
 };
 
-/// A chart that cannot be loaded (missing or malformed `Chart.yaml`, archive, file), worded as
-/// Helm words it, since users compare the two tools' output.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ChartError(pub String);
-
-impl From<String> for ChartError {
-    fn from(message: String) -> Self {
-        ChartError(message)
-    }
-}
-
-impl From<&str> for ChartError {
-    fn from(message: &str) -> Self {
-        ChartError(message.to_string())
-    }
+message_error! {
+    /// A chart that cannot be loaded (missing or malformed `Chart.yaml`, archive, file), worded as
+    /// Helm words it, since users compare the two tools' output.
+    ChartError
 }
 
 /// A file inside a chart (`/`-separated name relative to the chart root).

@@ -9,21 +9,9 @@ use super::values::{
 };
 use gotmpl::semver::is_compatible_range;
 
-/// Subchart handling that failed (conditions, tags, import-values, coalescing), worded as Helm.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct DependencyError(pub String);
-
-impl From<String> for DependencyError {
-    fn from(message: String) -> Self {
-        DependencyError(message)
-    }
-}
-
-impl From<&str> for DependencyError {
-    fn from(message: &str) -> Self {
-        DependencyError(message.to_string())
-    }
+message_error! {
+    /// Subchart handling that failed (conditions, tags, import-values, coalescing), worded as Helm.
+    DependencyError
 }
 
 /// Helm's `CoalesceValues`: the user's values `vals` over the chart's defaults, recursively

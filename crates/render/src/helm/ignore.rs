@@ -1,21 +1,9 @@
 //! `.helmignore` rules and Go's `filepath.Match`, so that exactly the files Helm would load
 //! (and expose through `.Files`) are loaded.
 
-/// A malformed `.helmignore` pattern (Go's `filepath.ErrBadPattern`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct IgnoreError(pub String);
-
-impl From<String> for IgnoreError {
-    fn from(message: String) -> Self {
-        IgnoreError(message)
-    }
-}
-
-impl From<&str> for IgnoreError {
-    fn from(message: &str) -> Self {
-        IgnoreError(message.to_string())
-    }
+message_error! {
+    /// A malformed `.helmignore` pattern (Go's `filepath.ErrBadPattern`).
+    IgnoreError
 }
 
 /// Go's `path.Match`/`filepath.Match` on `/`-separated names: `*` and `?` never match `/`,

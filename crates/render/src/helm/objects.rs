@@ -10,21 +10,9 @@ use gotmpl::{Object, Value};
 
 use super::chart::{Dependency, Maintainer, Metadata};
 
-/// A `--kube-version` that is not a Kubernetes version.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct KubeVersionError(pub String);
-
-impl From<String> for KubeVersionError {
-    fn from(message: String) -> Self {
-        KubeVersionError(message)
-    }
-}
-
-impl From<&str> for KubeVersionError {
-    fn from(message: &str) -> Self {
-        KubeVersionError(message.to_string())
-    }
+message_error! {
+    /// A `--kube-version` that is not a Kubernetes version.
+    KubeVersionError
 }
 
 /// Converts Helm values to template values, keeping Go's float64/int64 distinction: an

@@ -7,21 +7,9 @@ use serde_json::Value;
 use super::chart::Chart;
 use super::values::Values;
 
-/// Values that break the chart's `values.schema.json`, listed as Helm lists them.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SchemaError(pub String);
-
-impl From<String> for SchemaError {
-    fn from(message: String) -> Self {
-        SchemaError(message)
-    }
-}
-
-impl From<&str> for SchemaError {
-    fn from(message: &str) -> Self {
-        SchemaError(message.to_string())
-    }
+message_error! {
+    /// Values that break the chart's `values.schema.json`, listed as Helm lists them.
+    SchemaError
 }
 
 /// Helm's `ValidateAgainstSchema`: Err carries the report (one `- field: reason` line per

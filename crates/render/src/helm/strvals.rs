@@ -5,21 +5,9 @@
 
 use serde_json::{Map, Number, Value};
 
-/// A `--set` / `--set-string` / `--set-file` argument Helm's `strvals` would refuse.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SetError(pub String);
-
-impl From<String> for SetError {
-    fn from(message: String) -> Self {
-        SetError(message)
-    }
-}
-
-impl From<&str> for SetError {
-    fn from(message: &str) -> Self {
-        SetError(message.to_string())
-    }
+message_error! {
+    /// A `--set` / `--set-string` / `--set-file` argument Helm's `strvals` would refuse.
+    SetError
 }
 
 /// The largest list index accepted; larger ones are refused instead of allocating huge lists.

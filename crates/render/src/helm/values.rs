@@ -7,21 +7,9 @@
 
 use serde_json::{Map, Number, Value};
 
-/// Values YAML that Helm would refuse (not YAML, not a mapping), naming the source file.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ValuesError(pub String);
-
-impl From<String> for ValuesError {
-    fn from(message: String) -> Self {
-        ValuesError(message)
-    }
-}
-
-impl From<&str> for ValuesError {
-    fn from(message: &str) -> Self {
-        ValuesError(message.to_string())
-    }
+message_error! {
+    /// Values YAML that Helm would refuse (not YAML, not a mapping), naming the source file.
+    ValuesError
 }
 
 /// A values table (`map[string]interface{}` in Helm).

@@ -9,21 +9,9 @@ use super::Attributes;
 /// The wildcard that matches any verb, API group, resource or non-resource URL.
 pub const ALL: &str = "*";
 
-/// A PolicyRule kube-apiserver would refuse (e.g. `nonResourceURLs` in a namespaced Role), with its message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct RuleError(pub String);
-
-impl From<String> for RuleError {
-    fn from(message: String) -> Self {
-        RuleError(message)
-    }
-}
-
-impl From<&str> for RuleError {
-    fn from(message: &str) -> Self {
-        RuleError(message.to_string())
-    }
+message_error! {
+    /// A PolicyRule kube-apiserver would refuse (e.g. `nonResourceURLs` in a namespaced Role), with its message.
+    RuleError
 }
 
 /// One rule of a Role or ClusterRole, with the upstream JSON field names.
