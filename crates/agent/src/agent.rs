@@ -277,6 +277,21 @@ impl Agent {
         )
         .await
         .map_err(|e| e.to_string())?;
+        if !ob.modified.is_empty() {
+            // The watch caches can trail this agent's own applies, and the echo of its own write
+            // is not a change that queues the BD again: a stale read would report "modified"
+            // until something else touches the object. Confirm with fresh reads first.
+            ob = monitor::observe(
+                &self.ds,
+                &[],
+                &objects,
+                &previous,
+                (&rel_name, &rel_ns),
+                &bd.spec.options,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        }
         let correct = bd
             .spec
             .correct_drift
