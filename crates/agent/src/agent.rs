@@ -229,7 +229,16 @@ impl Agent {
                         .map_err(|e| e.to_string())?;
                     return Ok(());
                 }
-                Err(e) => return Err(deploy_error(e)),
+                Err(e) => {
+                    // Retried with backoff; meanwhile the status says why (a missing
+                    // valuesFrom ConfigMap, an account without the rights it needs ...).
+                    let msg = e.to_string();
+                    monitor::set_condition(&mut st.conditions, "Deployed", false, &msg);
+                    self.write_status(&bd, st)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    return Err(msg);
+                }
             }
         };
 

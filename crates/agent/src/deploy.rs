@@ -44,7 +44,7 @@ pub enum DeployError {
         current: String,
     },
     /// The downstream API refused an object (names it).
-    #[error("{what}: {source}")]
+    #[error("{what}: {}", crate::objects::api_message(source))]
     Apply {
         /// The object.
         what: String,
@@ -57,6 +57,19 @@ pub enum DeployError {
     /// The release record could not be written.
     #[error("{0}")]
     Release(#[from] release::ReleaseError),
+    /// A `valuesFrom` ConfigMap or Secret could not be read (retried: it may appear later).
+    #[error("{0}")]
+    ValuesFrom(#[from] crate::values_from::ValuesFromError),
+    /// The `serviceAccount` to deploy as does not exist or could not be read.
+    #[error("looking up service account {namespace}/{name}: {reason}")]
+    ServiceAccount {
+        /// The agent's namespace, where the account is looked up.
+        namespace: String,
+        /// The account.
+        name: String,
+        /// Not found, or what the API said.
+        reason: String,
+    },
 }
 
 impl DeployError {
@@ -209,9 +222,12 @@ pub async fn deploy(
     previous: &[Record],
 ) -> Result<Deployed, DeployError> {
     let bd_name = bd.metadata.name.clone().unwrap_or_default();
-    let opts = &bd.spec.options;
     let manifest_id = crate::content::manifest_id(&bd.spec.deployment_id).to_string();
-    let (rel_name, rel_ns) = release_of(&bd_name, opts);
+    let (rel_name, rel_ns) = release_of(&bd_name, &bd.spec.options);
+    let as_account = deployer(t.ds, t.agent_namespace, &bd.spec.options.service_account).await?;
+    let ds = &as_account;
+    // Read with the agent's own identity, as upstream: the account deploys, the agent configures.
+    let opts = &crate::values_from::resolve(&t.ds.client, &bd.spec.options, &rel_ns).await?;
     let r = fleet_render::deploy::Release {
         bundle_id: bd_name.clone(),
         manifest_id: manifest_id.clone(),
@@ -222,7 +238,6 @@ pub async fn deploy(
     objs.sort_by_key(order_rank); // stable: Helm's order within each rank
     let helm = opts.helm.clone().unwrap_or_default();
     let take_ownership = helm.take_ownership;
-    let ds = t.ds;
 
     if opts.create_namespace.unwrap_or(true) {
         let ns_ref = ObjRef {
@@ -344,6 +359,7 @@ pub async fn deploy(
         deployment_namespace: t.deployment_namespace,
         keep_resources: opts.keep_resources,
         max_history: helm.max_history,
+        service_account: &opts.service_account,
     };
     let version =
         release::store(&ds.client, &new, release::manifest_of(&applied), previous).await?;
@@ -352,6 +368,39 @@ pub async fn deploy(
         objects: applied,
         live: live_after,
     })
+}
+
+/// Upstream's default account to deploy as, used when it exists in the agent's namespace.
+pub const DEFAULT_SERVICE_ACCOUNT: &str = "fleet-default";
+
+/// The downstream as the bundle is deployed: impersonating `serviceAccount` from the agent's
+/// namespace, so that account's RBAC bounds what a bundle may change. Without one, the account
+/// `fleet-default` if it exists, else the agent's own identity, as upstream's agent.
+async fn deployer(
+    ds: &Downstream,
+    agent_namespace: &str,
+    asked: &str,
+) -> Result<Downstream, DeployError> {
+    let name = if asked.is_empty() {
+        DEFAULT_SERVICE_ACCOUNT
+    } else {
+        asked
+    };
+    let err = |reason: String| DeployError::ServiceAccount {
+        namespace: agent_namespace.to_string(),
+        name: name.to_string(),
+        reason,
+    };
+    let api: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        kube::Api::namespaced(ds.client.clone(), agent_namespace);
+    match api.get_opt(name).await {
+        Ok(Some(_)) => ds
+            .impersonating(&format!("system:serviceaccount:{agent_namespace}:{name}"))
+            .map_err(|e| err(e.to_string())),
+        Ok(None) if asked.is_empty() => Ok(ds.clone()),
+        Ok(None) => Err(err(format!("serviceaccounts \"{name}\" not found"))),
+        Err(e) => Err(err(crate::objects::api_message(&e))),
+    }
 }
 
 /// Resolves a kind, waiting (up to 60 s) for one whose CRD was just created to be served.

@@ -5,7 +5,7 @@
 //!
 //! Code map: `register` (bootstrap token → credential), `credential` (the `fleet-agent` Secret),
 //! `content` (Contents, cached per manifestID), `deploy` (render, ordered apply, prune,
-//! uninstall), `release` (Helm release records), `objects` (downstream objects by reference),
+//! uninstall), `release` (Helm release records), `objects` (downstream objects by reference), `values_from` (`helm.valuesFrom`),
 //! `monitor` + `readiness` + `diff` (status), `drift` (one watch per kind), `heartbeat`,
 //! `backoff` (capped exponential backoff with jitter, rate-limited logs), `agent` (the loop).
 
@@ -22,6 +22,7 @@ pub mod objects;
 pub mod readiness;
 pub mod register;
 pub mod release;
+pub mod values_from;
 
 use std::time::Duration;
 
@@ -29,6 +30,8 @@ use std::time::Duration;
 pub const DEFAULT_SYSTEM_NAMESPACE: &str = "cattle-fleet-system";
 /// Upstream's default check-in interval (`CHECKIN_INTERVAL`).
 pub const DEFAULT_CHECKIN_INTERVAL: Duration = Duration::from_secs(15 * 60);
+/// The Lease (in the system namespace) that keeps one agent per cluster active, as upstream.
+pub const LEASE_NAME: &str = "fleet-agent";
 /// Upstream checks in this long after start, then every interval.
 pub const FIRST_CHECKIN: Duration = Duration::from_secs(15);
 

@@ -11,6 +11,15 @@ use serde_json::Value;
 /// The field manager of every downstream write the agent makes.
 pub const FIELD_MANAGER: &str = "fleet-agent";
 
+/// What the API server said, without kube-rs's debug rendering of the whole Status: the
+/// message a user sees in a BundleDeployment's conditions.
+pub fn api_message(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) if !s.message.is_empty() => s.message.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// Identity of one object: apiVersion, kind, namespace ("" when cluster-scoped) and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjRef {
@@ -76,6 +85,14 @@ impl Downstream {
             client,
             kinds: Arc::default(),
         }
+    }
+
+    /// The same cluster with every request made as `user` (kinds resolved so far are shared).
+    pub fn impersonating(&self, user: &str) -> Result<Downstream, fleet_kube::Error> {
+        Ok(Downstream {
+            client: fleet_kube::impersonating(&self.client, user)?,
+            kinds: self.kinds.clone(),
+        })
     }
 
     /// Resolves apiVersion/kind through discovery (once per kind; failures are not cached, so a

@@ -198,6 +198,8 @@ pub struct NewRelease<'a> {
     pub keep_resources: bool,
     /// `helm.maxHistory` (0 = Helm's default for Fleet, 2).
     pub max_history: i64,
+    /// `serviceAccount` as the bundle asked for it (empty: the default), kept as upstream does.
+    pub service_account: &'a str,
 }
 
 fn secret_name(name: &str, version: i64) -> String {
@@ -247,6 +249,7 @@ pub async fn store(
                     "fleet.cattle.io/bundle-id": new.bundle_deployment,
                     "fleet.cattle.io/agent-namespace": new.agent_namespace,
                     "fleet.cattle.io/keep-resources": new.keep_resources.to_string(),
+                    "fleet.cattle.io/service-account": new.service_account,
                 },
             },
             "lock": null,

@@ -31,6 +31,14 @@ pub enum Error {
     /// The configuration was read but a client could not be made from it.
     #[error("building the Kubernetes client: {0}")]
     Client(#[from] kube::Error),
+    /// A user to impersonate that cannot be sent as a header.
+    #[error("cannot impersonate {user:?}: {source}")]
+    Impersonate {
+        /// The user asked for.
+        user: String,
+        /// Why the header was refused.
+        source: http::header::InvalidHeaderValue,
+    },
 }
 
 static PROVIDER: Once = Once::new();
@@ -120,6 +128,30 @@ where
     kube::Client::new(service, default_namespace.to_string())
 }
 
+/// A client that sends every request of `client` as `user` (the `Impersonate-User` header, as
+/// `kubectl --as`). The agent deploys a bundle with `serviceAccount` as that service account, so
+/// the downstream's RBAC for it bounds what the bundle can do; the API server checks that the
+/// agent may impersonate. Works over any client, in-process ones included.
+pub fn impersonating(client: &kube::Client, user: &str) -> Result<kube::Client, Error> {
+    let value = http::HeaderValue::from_str(user).map_err(|source| Error::Impersonate {
+        user: user.to_string(),
+        source,
+    })?;
+    let inner = client.clone();
+    let service = tower::service_fn(move |mut req: http::Request<kube::client::Body>| {
+        let inner = inner.clone();
+        let value = value.clone();
+        async move {
+            req.headers_mut().insert("impersonate-user", value);
+            inner.send(req).await
+        }
+    });
+    Ok(kube::Client::new(
+        service,
+        client.default_namespace().to_string(),
+    ))
+}
+
 /// The API server URL and its CA (PEM, empty when the configuration trusts the system store), as
 /// handed to agents that must reach the same server: registration tokens carry both.
 pub fn server_url_and_ca(cfg: &kube::Config) -> (String, String) {
@@ -157,6 +189,41 @@ mod tests {
         let api: kube::Api<ConfigMap> = kube::Api::default_namespaced(client);
         let cm = api.get("x").await.expect("get through the router");
         assert_eq!(cm.metadata.name.as_deref(), Some("x"));
+    }
+
+    #[tokio::test]
+    async fn an_impersonating_client_sends_the_user_header() {
+        let app = axum::Router::new().route(
+            "/api/v1/namespaces/default/configmaps/x",
+            axum::routing::get(|headers: http::HeaderMap| async move {
+                let mut cm = serde_json_value();
+                cm.data = Some(
+                    [(
+                        "as".to_string(),
+                        headers
+                            .get("impersonate-user")
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("")
+                            .to_string(),
+                    )]
+                    .into(),
+                );
+                axum::Json(cm)
+            }),
+        );
+        let plain = in_process(app, "default");
+        let client = impersonating(&plain, "system:serviceaccount:ns:sa").expect("header");
+        let api: kube::Api<ConfigMap> = kube::Api::default_namespaced(client);
+        let cm = api.get("x").await.expect("get through the router");
+        assert_eq!(cm.data.unwrap()["as"], "system:serviceaccount:ns:sa");
+        let api: kube::Api<ConfigMap> = kube::Api::default_namespaced(plain);
+        let cm = api.get("x").await.expect("get through the router");
+        assert_eq!(
+            cm.data.unwrap()["as"],
+            "",
+            "the original client is unchanged"
+        );
+        assert!(impersonating(&api.into_client(), "bad\nname").is_err());
     }
 
     fn serde_json_value() -> k8s_openapi::api::core::v1::ConfigMap {

@@ -1144,3 +1144,121 @@ fn workloads_ready_after_their_apply_go_ready_in_an_already_watched_kind() {
     );
     assert_eq!(st["resourceCounts"]["ready"], 20, "{st}");
 }
+
+/// `helm.valuesFrom` and `serviceAccount`: the values come from a downstream ConfigMap and
+/// Secret merged over the bundle's, and the bundle is deployed as the account, whose RBAC bounds
+/// it. Each missing piece is named in the Deployed condition while the agent retries.
+#[test]
+fn values_from_and_service_account_impersonation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
+        return;
+    };
+    let _agent = env.start_agent(&[]);
+    let src = tmp.path().join("vf");
+    let template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  host: {{ .Values.db.host | quote }}\n  port: {{ .Values.db.port | quote }}\n";
+    write(
+        &src,
+        &[
+            (
+                "fleet.yaml",
+                "defaultNamespace: vf\nserviceAccount: deployer\nhelm:\n  values:\n    greeting: hi\n    db:\n      host: none\n      port: 1\n  valuesFrom:\n  - configMapKeyRef:\n      name: vals\n  - secretKeyRef:\n      name: creds\n      namespace: sec\n      key: v\n",
+            ),
+            ("Chart.yaml", "apiVersion: v2\nname: vf\nversion: 0.1.0\n"),
+            ("templates/cm.yaml", template),
+        ],
+    );
+    let (bd, content) = env.deployment_of(&env.bundle(&src, "vf"));
+    assert_eq!(bd["spec"]["options"]["serviceAccount"], "deployer", "{bd}");
+    let id = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    let deployed_says = |what: &str, want: &str| {
+        wait_status(&env, "vf", what, Duration::from_secs(60), |s| {
+            cond(s, "Deployed")["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(want))
+        })
+    };
+    deployed_says(
+        "the missing account named",
+        "looking up service account cattle-fleet-system/deployer: serviceaccounts \"deployer\" not found",
+    );
+    assert!(
+        env.down
+            .get_json(&["configmap", "settings", "-n", "vf"])
+            .is_none(),
+        "nothing deployed without the account"
+    );
+
+    // The account may read namespaces and write ConfigMaps and Secrets (Helm's release records)
+    // in `vf`, nothing else.
+    env.down.apply(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vf\n---\n\
+         apiVersion: v1\nkind: Namespace\nmetadata:\n  name: sec\n---\n\
+         apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: deployer\n  namespace: cattle-fleet-system\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: read-namespaces\nrules:\n\
+         - apiGroups: [\"\"]\n  resources: [namespaces]\n  verbs: [get]\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: deployer-namespaces\n\
+         roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: read-namespaces\n\
+         subjects:\n- kind: ServiceAccount\n  name: deployer\n  namespace: cattle-fleet-system\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: config-only\n  namespace: vf\nrules:\n\
+         - apiGroups: [\"\"]\n  resources: [configmaps, secrets]\n  verbs: [\"*\"]\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: deployer\n  namespace: vf\n\
+         roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: config-only\n\
+         subjects:\n- kind: ServiceAccount\n  name: deployer\n  namespace: cattle-fleet-system\n",
+    );
+    deployed_says(
+        "the missing ConfigMap named",
+        "configmap vf/vals not found, can't use it in valuesFrom",
+    );
+    env.down.apply(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: vals\n  namespace: vf\ndata:\n  values.yaml: |\n    greeting: hello\n    db:\n      host: db.vf\n",
+    );
+    deployed_says(
+        "the missing Secret named",
+        "secret sec/creds not found, can't use it in valuesFrom",
+    );
+    env.down.apply(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: sec\nstringData:\n  v: |\n    db:\n      port: 5432\n",
+    );
+    let st = wait_status(&env, "vf", "vf Ready", Duration::from_secs(60), |s| {
+        ready_for(s, &id)
+    });
+    assert_eq!(cond(&st, "Deployed")["status"], "True", "{st}");
+    let cm = env
+        .down
+        .get_json(&["configmap", "settings", "-n", "vf"])
+        .unwrap();
+    assert_eq!(
+        cm["data"],
+        serde_json::json!({"greeting": "hello", "host": "db.vf", "port": "5432"}),
+        "bundle values < ConfigMap < Secret"
+    );
+    if let Some(v) = env.helm(&["get", "values", "vf", "-n", "vf", "-o", "json"]) {
+        let v: Value = serde_json::from_str(&v).unwrap();
+        assert_eq!(
+            v["db"]["port"], 5432,
+            "the release records the merged values: {v}"
+        );
+    }
+
+    // The account's RBAC bounds the bundle: a Service it may not create is refused, and the
+    // refusal names the account (the agent itself could create it).
+    write(
+        &src,
+        &[(
+            "templates/svc.yaml",
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  - port: 80\n",
+        )],
+    );
+    let (bd2, content2) = env.deployment_of(&env.bundle(&src, "vf"));
+    env.publish(&bd2, &content2);
+    deployed_says(
+        "the Service refused to the account",
+        "system:serviceaccount:cattle-fleet-system:deployer",
+    );
+    assert!(
+        env.down.get_json(&["service", "web", "-n", "vf"]).is_none(),
+        "the Service is not created"
+    );
+}
