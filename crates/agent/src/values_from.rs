@@ -52,7 +52,7 @@ pub enum ValuesFromError {
         /// Its name.
         name: String,
         /// What the API said.
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
 }
 
@@ -145,7 +145,7 @@ where
             kind,
             namespace: namespace.clone(),
             name: sel.name.clone(),
-            source,
+            source: Box::new(source),
         })?
         .ok_or_else(|| ValuesFromError::NotFound {
             kind,

@@ -31,27 +31,9 @@ pub struct ControllerArgs {
     /// Polling interval of GitRepos that set none (Go duration).
     #[arg(long = "default-polling-interval", default_value = "15s")]
     pub default_polling_interval: String,
-    /// Leader election: how long an unrenewed Lease keeps standbys out (Go duration).
-    #[arg(
-        long = "lease-duration",
-        env = "CATTLE_ELECTION_LEASE_DURATION",
-        default_value = "30s"
-    )]
-    pub lease_duration: String,
-    /// Leader election: how long the leader retries a failing renewal before it stops.
-    #[arg(
-        long = "renew-deadline",
-        env = "CATTLE_ELECTION_RENEW_DEADLINE",
-        default_value = "25s"
-    )]
-    pub renew_deadline: String,
-    /// Leader election: pause between acquire and renew attempts.
-    #[arg(
-        long = "retry-period",
-        env = "CATTLE_ELECTION_RETRY_PERIOD",
-        default_value = "10s"
-    )]
-    pub retry_period: String,
+    /// Leader election timings.
+    #[command(flatten)]
+    pub election: crate::election::ElectionArgs,
     /// Directory for git checkouts (default: a temporary directory).
     #[arg(long = "cache-dir")]
     pub cache_dir: Option<PathBuf>,
@@ -61,13 +43,6 @@ pub struct ControllerArgs {
     /// PEM CA of that API server handed to registering agents (default: the kubeconfig's CA).
     #[arg(long = "api-server-ca-file")]
     pub api_server_ca_file: Option<PathBuf>,
-}
-
-fn go_duration(flag: &str, v: &str) -> anyhow::Result<Duration> {
-    fleet_api::duration::parse_go_duration(v)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .with_context(|| format!("{flag} {v:?}: expected a Go duration such as 15s"))
 }
 
 /// Upstream's Lease name for the controller of a shard.
@@ -80,17 +55,9 @@ pub fn lease_name(shard_id: Option<&str>) -> String {
 
 /// Runs the controllers until a signal arrives.
 pub fn run(a: ControllerArgs) -> anyhow::Result<()> {
-    let interval = go_duration("--default-polling-interval", &a.default_polling_interval)?;
-    let timings = fleet_kube::lease::LeaseTimings {
-        lease_duration: go_duration("--lease-duration", &a.lease_duration)?,
-        renew_deadline: go_duration("--renew-deadline", &a.renew_deadline)?,
-        retry_period: go_duration("--retry-period", &a.retry_period)?,
-    };
-    anyhow::ensure!(
-        timings.lease_duration > timings.renew_deadline
-            && timings.renew_deadline > timings.retry_period,
-        "leader election needs --lease-duration > --renew-deadline > --retry-period"
-    );
+    let interval =
+        crate::election::go_duration("--default-polling-interval", &a.default_polling_interval)?;
+    let timings = a.election.timings()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -117,18 +84,7 @@ pub fn run(a: ControllerArgs) -> anyhow::Result<()> {
             );
         registration.api_server_url = url;
         registration.api_server_ca = ca;
-        // The Lease lives in the system namespace; create it when missing (upstream's chart does).
-        let nss: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
-        let ns = k8s_openapi::api::core::v1::Namespace {
-            metadata: kube::api::ObjectMeta {
-                name: Some(a.system_namespace.clone()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        fleet_controller::bootstrap::create_absent(&nss, &ns)
-            .await
-            .with_context(|| format!("creating namespace {}", a.system_namespace))?;
+        crate::election::ensure_namespace(&client, &a.system_namespace).await?;
         let lease = lease_name(a.shard_id.as_deref());
         let identity = fleet_kube::lease::default_identity();
         let mut elector = fleet_kube::lease::LeaderElector::new(

@@ -10,6 +10,7 @@ mod apply_cmd;
 mod bench;
 mod controller_cmd;
 mod dev;
+mod election;
 mod install_cmd;
 mod kustomize_cmd;
 mod server;

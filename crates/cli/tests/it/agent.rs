@@ -1262,3 +1262,101 @@ fn values_from_and_service_account_impersonation() {
         "the Service is not created"
     );
 }
+
+/// Two `fleet agent` replicas on one cluster: the Lease `fleet-agent` lets one work; when it is
+/// SIGKILLed the other takes over within the lease time and deploys what comes next.
+#[test]
+fn a_standby_agent_takes_over_the_lease() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
+        return;
+    };
+    let timings = [
+        "--lease-duration",
+        "4s",
+        "--renew-deadline",
+        "3s",
+        "--retry-period",
+        "1s",
+    ];
+    let mut agents = [env.start_agent(&timings), env.start_agent(&timings)];
+    let holder = || {
+        env.down
+            .get_json(&["lease", "fleet-agent", "-n", agent_env::SYSTEM_NAMESPACE])
+            .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    let pid_of = |identity: &str| -> Option<u32> { identity.split('_').nth(1)?.parse().ok() };
+    let leader = eventually("a leader", Duration::from_secs(20), || {
+        let h = holder();
+        let pid = pid_of(&h).ok_or_else(|| h.clone())?;
+        agents
+            .iter()
+            .position(|a| a.child.id() == pid)
+            .ok_or(format!("{h} is not one of the agents"))
+    });
+    let cm = |name: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  a: b\n")
+    };
+    let src = tmp.path().join("one");
+    write(
+        &src,
+        &[
+            ("fleet.yaml", "defaultNamespace: lease\n"),
+            ("cm.yaml", &cm("first")),
+        ],
+    );
+    let (bd, content) = env.deployment_of(&env.bundle(&src, "one"));
+    let id = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    wait_status(&env, "one", "one Ready", Duration::from_secs(30), |s| {
+        ready_for(s, &id)
+    });
+    assert_eq!(
+        pid_of(&holder()),
+        Some(agents[leader].child.id()),
+        "the standby does not take the Lease while the leader renews"
+    );
+    assert!(
+        agents[leader]
+            .stderr_text()
+            .contains("agent credential loaded")
+    );
+    let standby_log = agents[1 - leader].stderr_text();
+    assert!(
+        !standby_log.contains("agent credential loaded"),
+        "the standby waits for the Lease before doing anything: {standby_log}"
+    );
+
+    agents[leader].kill();
+    let src2 = tmp.path().join("two");
+    write(
+        &src2,
+        &[
+            ("fleet.yaml", "defaultNamespace: lease\n"),
+            ("cm.yaml", &cm("second")),
+        ],
+    );
+    let (bd2, content2) = env.deployment_of(&env.bundle(&src2, "two"));
+    let id2 = bd2["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd2, &content2);
+    // Lease duration 4 s, then a retry period, registration and the deploy.
+    wait_status(
+        &env,
+        "two",
+        "two Ready after the takeover",
+        Duration::from_secs(30),
+        |s| ready_for(s, &id2),
+    );
+    let h = holder();
+    assert_eq!(
+        pid_of(&h),
+        Some(agents[1 - leader].child.id()),
+        "the standby holds the Lease now: {h}"
+    );
+    assert!(
+        env.down
+            .get_json(&["configmap", "second", "-n", "lease"])
+            .is_some()
+    );
+}
