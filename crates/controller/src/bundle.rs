@@ -52,6 +52,7 @@ pub async fn controller(ctx: Arc<Context>) {
         kind: "bundle",
         debounce: Duration::from_millis(50),
         concurrency: 8,
+        skip_status_only: true,
     };
     run_queue(
         ctx.clone(),
@@ -135,7 +136,12 @@ fn plan(ctx: &Context, b: &Bundle, mid: &str) -> Result<Plan, String> {
         // Upstream creates at most 50 BDs per pass; we write them all unless asked to pace.
         rollout.max_new = Some(i64::MAX);
     }
-    let rs = fleet_targeting::rollout::update_partitions(&rollout, &views, &mut rts)
+    fleet_targeting::rollout::update_partitions(&rollout, &views, &mut rts)
+        .map_err(|e| e.to_string())?;
+    // The status reports the rollout as it stands after this pass's writes: what the next pass
+    // would compute from the cache once they land, so that pass has nothing to rewrite (the
+    // bundle is not queued again by its own writes).
+    let rs = fleet_targeting::rollout::update_partitions(&rollout, &views, &mut rts.clone())
         .map_err(|e| e.to_string())?;
     let partitions =
         fleet_targeting::rollout::partitions(&rollout, &views).map_err(|e| e.to_string())?;

@@ -26,6 +26,7 @@ pub async fn controller(ctx: Arc<Context>) {
         kind: "cluster",
         debounce: Duration::from_millis(100),
         concurrency: 8,
+        skip_status_only: false,
     };
     run_queue(
         ctx.clone(),
@@ -44,6 +45,7 @@ pub async fn group_controller(ctx: Arc<Context>) {
         kind: "clustergroup",
         debounce: Duration::from_millis(200),
         concurrency: 4,
+        skip_status_only: false,
     };
     run_queue(
         ctx.clone(),

@@ -230,6 +230,7 @@ impl Context {
         )));
         let t = pending;
         let idx = index.clone();
+        let old_bds = stores.bds.clone();
         let s = watcher(
             Api::<BundleDeployment>::all(client.clone()),
             watcher::Config::default().any_semantic(),
@@ -237,7 +238,24 @@ impl Context {
         .default_backoff()
         .map_ok(move |ev| {
             idx.apply(&ev);
-            ev_objects(&ev, |bd: &BundleDeployment| route_bd(&t, bd));
+            ev_objects(&ev, |bd: &BundleDeployment| {
+                // Its Bundle counted the spec when it wrote it; what it has not seen is a
+                // status (or a deletion). Runs before the cache takes the event: the cache
+                // still holds the previous object.
+                let status_changed = match old_bds.get(&ObjectRef::from_obj(bd)) {
+                    Some(old) => {
+                        old.status != bd.status
+                            || old.metadata.deletion_timestamp != bd.metadata.deletion_timestamp
+                    }
+                    // Created: by its Bundle (which counted it) unless it already has a status.
+                    None => bd.status.is_some(),
+                };
+                route_bd(
+                    &t,
+                    bd,
+                    status_changed || matches!(ev, watcher::Event::Delete(_)),
+                );
+            });
             ev
         })
         .reflect_shared(dw);
@@ -453,11 +471,13 @@ struct BdTriggers {
     clusters: HashSet<ObjectRef<Cluster>>,
 }
 
-fn route_bd(t: &Mutex<BdTriggers>, bd: &BundleDeployment) {
+fn route_bd(t: &Mutex<BdTriggers>, bd: &BundleDeployment, to_bundle: bool) {
     let m = &bd.metadata;
     let Ok(mut t) = t.lock() else { return };
     if let (Some(b), Some(bns)) = (label(m, BUNDLE_LABEL), label(m, BUNDLE_NAMESPACE_LABEL)) {
-        t.bundles.insert(ObjectRef::new(b).within(bns));
+        if to_bundle {
+            t.bundles.insert(ObjectRef::new(b).within(bns));
+        }
         if let Some(repo) = label(m, REPO_LABEL) {
             t.gitrepos.insert(ObjectRef::new(repo).within(bns));
         }
@@ -518,6 +538,22 @@ pub(crate) struct QueueConfig {
     pub debounce: std::time::Duration,
     /// Keys reconciled at once.
     pub concurrency: u16,
+    /// Ignore events that change only the status (the reconciler's own status writes): the
+    /// object is reconciled when its spec (generation) or metadata changes, or a trigger asks.
+    pub skip_status_only: bool,
+}
+
+/// What a status-only change leaves as it was: generation and the metadata reconcilers read.
+fn spec_fingerprint(meta: &kube::api::ObjectMeta) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    meta.uid.hash(&mut h); // a deleted and re-created object is new
+    meta.generation.hash(&mut h);
+    meta.labels.hash(&mut h);
+    meta.annotations.hash(&mut h);
+    meta.finalizers.hash(&mut h);
+    meta.deletion_timestamp.is_some().hash(&mut h);
+    h.finish()
 }
 
 /// Runs one kube-runtime Controller over a kind's shared subscription and its trigger channel
@@ -553,6 +589,15 @@ pub(crate) async fn run_queue<K, R, Fut>(
         return;
     };
     let kind = cfg.kind;
+    let mut seen: std::collections::HashMap<ObjectRef<K>, u64> = Default::default();
+    let skip_status_only = cfg.skip_status_only;
+    let sub = sub.filter(move |o: &Arc<K>| {
+        let pass = !skip_status_only || {
+            let fp = spec_fingerprint(o.meta());
+            seen.insert(ObjectRef::from_obj(o.as_ref()), fp) != Some(fp)
+        };
+        futures::future::ready(pass)
+    });
     Controller::for_shared_stream(sub, store)
         .reconcile_on(crate::gitrepo::channel_stream(rx))
         .with_config(
