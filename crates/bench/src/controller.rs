@@ -1,11 +1,12 @@
 //! `fleet bench controller`: the manager's controllers alone, on hand-made Cluster objects (no
-//! agents), as issue #12 asks. The manager is a `fleet server` child process (this binary, so its
-//! RSS is its own) polling a git repository the bench writes; N Clusters are created with the
-//! admin client. Measured: commit → every BundleDeployment written (and again for a commit that
+//! agents), as issue #12 asks. The manager is a `fleet server --no-controllers` child process
+//! and the controllers a `fleet controller` child process beside it (this binary, so the
+//! controllers' RSS is their own), polling a git repository the bench writes; N Clusters are
+//! created with the admin client. Measured: commit → every BundleDeployment written (and again for a commit that
 //! changes every bundle), the manager's writes per BundleDeployment by resource, the writes of a
 //! resync with nothing changed (the manager restarted on the same store: every controller
-//! relists and reconciles everything), and the manager's RSS (also per 1,000 clusters: above
-//! what the same process holds before any Cluster exists).
+//! relists and reconciles everything), and the RSS of the controllers and of the API server (also
+//! per 1,000 clusters: above what the same process holds before any Cluster exists).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -51,10 +52,15 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let say = |m: &str| eprintln!("bench controller: {m}");
     let kubeconfig = dir.path().join("manager/kubeconfig");
-    let manager = Manager::start(&opts.exe, dir.path(), &opts.store_sync).await?;
+    let manager =
+        Manager::start_with(&opts.exe, dir.path(), &opts.store_sync, SERVER_FLAGS).await?;
     let admin = fleet_kube::client(Some(&kubeconfig)).await?;
+    install_crds(&admin).await?;
+    let ctl = Controllers::start(&opts.exe, dir.path(), &kubeconfig).await?;
+    wait_workspace(&admin, opts.timeout).await?;
     say(&format!("manager ready at {}", manager.url));
     let rss_empty = procfs::rss_bytes_pid(manager.pid).unwrap_or(0) as f64 / MIB;
+    let ctl_rss_empty = procfs::rss_bytes_pid(ctl.pid).unwrap_or(0) as f64 / MIB;
 
     // The clusters, and their namespaces (the Cluster controller's work, not measured).
     let t = Instant::now();
@@ -83,6 +89,8 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
         .await?;
     drop(phase);
     let rss = procfs::rss_bytes_pid(manager.pid).unwrap_or(0) as f64 / MIB;
+    let ctl_rss = procfs::rss_bytes_pid(ctl.pid).unwrap_or(0) as f64 / MIB;
+    let ctl_cpu_round1 = procfs::cpu_seconds_pid(ctl.pid);
 
     // Round 2: a commit changing every bundle.
     let before = tracker.ids();
@@ -95,35 +103,133 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
         .report("update", &admin, manager.pid, t.elapsed().as_secs_f64())
         .await?;
     drop(phase);
+    let ctl_cpu_round2 = procfs::cpu_seconds_pid(ctl.pid) - ctl_cpu_round1;
     tracker.stop();
     // Let trailing status writes of round 2 land before the restart.
     settle(&admin, Duration::from_secs(2), opts.timeout).await?;
 
     // Resync: the same store, a new manager process; every controller starts from a full list.
+    ctl.stop().await;
     manager.stop().await;
-    let manager = Manager::start(&opts.exe, dir.path(), &opts.store_sync).await?;
+    let manager =
+        Manager::start_with(&opts.exe, dir.path(), &opts.store_sync, SERVER_FLAGS).await?;
     let admin = fleet_kube::client(Some(&kubeconfig)).await?;
     let mut resync = Phase::start(&admin, manager.pid).await?;
+    let ctl = Controllers::start(&opts.exe, dir.path(), &kubeconfig).await?;
     tokio::time::sleep(opts.resync).await;
-    let resync_writes = resync
+    // The new controller's Lease (acquired, then renewed every retry period) is leader
+    // election's heartbeat, not the controllers' work: counted apart.
+    let all_writes = resync
         .report("resync", &admin, manager.pid, opts.resync.as_secs_f64())
         .await?;
-    let rss_after = procfs::rss_bytes_pid(manager.pid).unwrap_or(0) as f64 / MIB;
+    let lease_writes = resync
+        .by_resource
+        .get("leases.coordination.k8s.io")
+        .copied()
+        .unwrap_or(0);
+    let resync_writes = all_writes.saturating_sub(lease_writes);
+    let rss_after = procfs::rss_bytes_pid(ctl.pid).unwrap_or(0) as f64 / MIB;
     drop(resync);
+    ctl.stop().await;
     manager.stop().await;
 
     let per_bd = |w: u64| w as f64 / expected as f64;
     println!(
         "controller: clusters={} bundles={} bundledeployments={expected} written_s={written_s:.2} \
-         update_s={update_s:.2} writes_per_bd={:.2} update_writes_per_bd={:.2} resync_writes={resync_writes} \
-         manager_rss_mib={rss:.0} empty_manager_rss_mib={rss_empty:.0} rss_mib_per_1000_clusters={:.1} \
-         resynced_rss_mib={rss_after:.0}",
+         update_s={update_s:.2} writes_per_bd={:.2} update_writes_per_bd={:.2} resync_writes={resync_writes} resync_lease_writes={lease_writes} \
+         controller_rss_mib={ctl_rss:.0} empty_controller_rss_mib={ctl_rss_empty:.0} \
+         rss_mib_per_1000_clusters={:.1} resynced_controller_rss_mib={rss_after:.0} \
+         apiserver_rss_mib={rss:.0} empty_apiserver_rss_mib={rss_empty:.0} \
+         controller_cpu_s={ctl_cpu_round1:.1} update_controller_cpu_s={ctl_cpu_round2:.1}",
         opts.clusters,
         opts.bundles,
         per_bd(w1),
         per_bd(w2),
-        (rss - rss_empty).max(0.0) / opts.clusters as f64 * 1000.0,
+        (ctl_rss - ctl_rss_empty).max(0.0) / opts.clusters as f64 * 1000.0,
     );
+    Ok(())
+}
+
+/// The API server alone: its controllers run in their own process.
+const SERVER_FLAGS: &[&str] = &["--no-controllers"];
+
+/// `fleet controller` against the bench's API server, a child process of its own.
+struct Controllers {
+    child: tokio::process::Child,
+    pid: u32,
+}
+
+impl Controllers {
+    async fn start(
+        exe: &std::path::Path,
+        dir: &std::path::Path,
+        kubeconfig: &std::path::Path,
+    ) -> anyhow::Result<Controllers> {
+        use tokio::io::AsyncBufReadExt;
+        let log = std::fs::File::create(dir.join("controller.log")).context("controller log")?;
+        let mut child = tokio::process::Command::new(exe)
+            .arg("controller")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--cache-dir")
+            .arg(dir.join("controller-cache"))
+            .args(["--listen", "127.0.0.1:0"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting fleet controller")?;
+        let pid = child.id().context("controller pid")?;
+        let stdout = child.stdout.take().context("controller stdout")?;
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        match tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await {
+            Ok(Ok(Some(l))) if l.starts_with("listening ") => {}
+            other => bail!("the controller did not start: {other:?}"),
+        }
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Ok(Controllers { child, pid })
+    }
+
+    /// SIGTERM, so the controller releases its Lease and a new one leads at once.
+    async fn stop(mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status();
+        if tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.start_kill();
+            let _ = self.child.wait().await;
+        }
+    }
+}
+
+/// Fleet's CRDs, as `fleet install crds | kubectl apply -f -` installs them on any cluster.
+async fn install_crds(admin: &Client) -> anyhow::Result<()> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    for crd in fleet_api::crds::all() {
+        match api.create(&PostParams::default(), &crd).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(e).context("installing Fleet's CRDs"),
+        }
+    }
+    Ok(())
+}
+
+/// Waits for the controllers' bootstrap to create the workspace the Clusters go in.
+async fn wait_workspace(admin: &Client, timeout: Duration) -> anyhow::Result<()> {
+    let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(admin.clone());
+    let deadline = Instant::now() + timeout;
+    while nss.get_opt(WORKSPACE).await?.is_none() {
+        if Instant::now() > deadline {
+            bail!("namespace {WORKSPACE} not created by the controllers within {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     Ok(())
 }
 

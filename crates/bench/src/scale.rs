@@ -240,6 +240,16 @@ pub(crate) struct Manager {
 
 impl Manager {
     pub(crate) async fn start(exe: &Path, dir: &Path, store_sync: &str) -> anyhow::Result<Manager> {
+        Manager::start_with(exe, dir, store_sync, &[]).await
+    }
+
+    /// [`Manager::start`] with more `fleet server` flags.
+    pub(crate) async fn start_with(
+        exe: &Path,
+        dir: &Path,
+        store_sync: &str,
+        extra: &[&str],
+    ) -> anyhow::Result<Manager> {
         let data = dir.join("manager");
         let log = std::fs::File::create(dir.join("manager.log")).context("manager log")?;
         let mut child = tokio::process::Command::new(exe)
@@ -247,8 +257,14 @@ impl Manager {
             .arg("--data-dir")
             .arg(&data)
             .args(["--listen", "127.0.0.1:0", "--store-sync", store_sync])
-            // Only the N benchmarked clusters: no Cluster `local`, no heartbeat of its own.
-            .arg("--no-local-agent")
+            // Only the N benchmarked clusters: no Cluster `local`, no heartbeat of its own
+            // (implied without controllers, and refused beside that flag).
+            .args(
+                (!extra.contains(&"--no-controllers"))
+                    .then_some("--no-local-agent")
+                    .into_iter()
+                    .chain(extra.iter().copied()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log)
@@ -285,6 +301,8 @@ pub(crate) async fn revision(admin: &Client) -> anyhow::Result<u64> {
 
 /// Timing, writes and CPU of one phase.
 pub(crate) struct Phase {
+    /// Writes by resource of the last report.
+    pub(crate) by_resource: HashMap<String, u64>,
     rev: u64,
     writes: WriteCounter,
     manager_cpu: f64,
@@ -295,6 +313,7 @@ impl Phase {
     pub(crate) async fn start(admin: &Client, pid: u32) -> anyhow::Result<Phase> {
         let rev = revision(admin).await?;
         Ok(Phase {
+            by_resource: HashMap::new(),
             rev,
             writes: WriteCounter::start(admin, rev).await?,
             manager_cpu: procfs::cpu_seconds_pid(pid),
@@ -317,7 +336,7 @@ impl Phase {
             procfs::cpu_seconds_pid(pid) - self.manager_cpu,
             procfs::cpu_seconds() - self.own_cpu,
         );
-        self.writes.print(name, to).await;
+        self.by_resource = self.writes.print(name, to).await;
         self.rev = to;
         Ok(writes)
     }
@@ -383,8 +402,9 @@ impl WriteCounter {
         Ok(WriteCounter { revs, tasks })
     }
 
-    /// Prints `NAME writes: resource n, ...` for the events up to revision `to`, most first.
-    async fn print(&self, name: &str, to: u64) {
+    /// Prints `NAME writes: resource n, ...` for the events up to revision `to`, most first,
+    /// and returns those counts.
+    async fn print(&self, name: &str, to: u64) -> HashMap<String, u64> {
         // The watches trail the writes a little: wait (briefly) until one has seen `to`.
         let deadline = Instant::now() + Duration::from_secs(3);
         while Instant::now() < deadline {
@@ -406,6 +426,10 @@ impl WriteCounter {
         counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         let parts: Vec<String> = counts.iter().map(|(r, n)| format!("{r} {n}")).collect();
         println!("{name} writes: {}", parts.join(", "));
+        counts
+            .into_iter()
+            .map(|(r, n)| (r.clone(), n as u64))
+            .collect()
     }
 }
 

@@ -91,7 +91,13 @@ fn controller_bench_writes_every_bundledeployment_and_nothing_on_resync() {
     );
     assert_eq!(field(last, "bundledeployments"), Some("200"), "{last}");
     assert_eq!(field(last, "resync_writes"), Some("0"), "{stdout}");
-    for key in ["written_s", "update_s", "writes_per_bd", "manager_rss_mib"] {
+    for key in [
+        "written_s",
+        "update_s",
+        "writes_per_bd",
+        "controller_rss_mib",
+        "apiserver_rss_mib",
+    ] {
         let v: f64 = field(last, key)
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("{key} is not a number in {last}"));
