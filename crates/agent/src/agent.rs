@@ -12,7 +12,7 @@ use fleet_api::{BundleDeployment, BundleDeploymentStatus};
 use futures::StreamExt;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
@@ -666,7 +666,10 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
     // Backoff is ours, not the watcher's: a connection error waits (800 ms doubling to 30 s, as
     // client-go's reflector), but an answer from the manager (a relist after "too old resource
     // version", which a restarted manager gives) resumes at once: the manager is back.
-    let mut bd_events = watcher(api, watcher::Config::default()).boxed();
+    // managedFields is never read here: not kept in memory for every BundleDeployment.
+    let mut bd_events = watcher(api, watcher::Config::default())
+        .modify(|bd| bd.metadata.managed_fields = None)
+        .boxed();
     let mut watch_backoff =
         crate::backoff::Backoff::new(Duration::from_millis(800), Duration::from_secs(30));
     let mut resume_at: Option<tokio::time::Instant> = None;

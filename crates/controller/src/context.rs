@@ -200,6 +200,7 @@ impl Context {
         // GitRepos: nothing else depends on them.
         let s = watcher(Api::<GitRepo>::all(client.clone()), shard.clone())
             .default_backoff()
+            .modify(strip_cached)
             .reflect_shared(gw);
         streams.push(drive(s));
 
@@ -207,6 +208,7 @@ impl Context {
         let t = triggers.clone();
         let s = watcher(Api::<Bundle>::all(client.clone()), shard.clone())
             .default_backoff()
+            .modify(strip_cached)
             .map_ok(move |ev| {
                 ev_objects(&ev, |b: &Bundle| {
                     if let (Some(repo), Some(ns)) =
@@ -236,6 +238,7 @@ impl Context {
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
+        .modify(strip_cached)
         .map_ok(move |ev| {
             idx.apply(&ev);
             ev_objects(&ev, |bd: &BundleDeployment| {
@@ -275,6 +278,7 @@ impl Context {
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
+        .modify(strip_cached)
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
             match &ev {
@@ -349,6 +353,7 @@ impl Context {
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
+        .modify(strip_cached)
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
             match &ev {
@@ -505,6 +510,13 @@ async fn flush_bd_triggers(pending: Arc<Mutex<BdTriggers>>, t: Arc<Triggers>) {
             let _ = t.cluster.send(c);
         }
     }
+}
+
+/// Drops what no reconciler reads before an object is cached: `managedFields` is often the
+/// largest part of an object (a field tree per writer), and the caches hold every
+/// BundleDeployment of the fleet. Writes never send it back: the server keeps its own.
+fn strip_cached<K: kube::Resource>(o: &mut K) {
+    o.meta_mut().managed_fields = None;
 }
 
 /// Calls `f` on each object an event carries (applied, deleted or listed).

@@ -213,7 +213,12 @@ impl AgentEnv {
         let kc = self.downstream.kubeconfig.to_string_lossy().into_owned();
         let mut args = vec!["agent", "-k", kc.as_str()];
         args.extend_from_slice(extra);
-        FleetProcess::spawn(&self.bin, "fleet agent", &args, &[("RUST_LOG", "info")])
+        FleetProcess::spawn(
+            &self.bin,
+            "fleet agent",
+            &args,
+            &crate::cluster::agent_env(),
+        )
     }
 
     /// kubectl with the agent's own credential on the manager.

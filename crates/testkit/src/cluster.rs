@@ -51,7 +51,7 @@ pub fn start_agent(
         bin,
         name,
         &["agent", "-k", &kc, "--checkin-interval", checkin],
-        &[("RUST_LOG", "info")],
+        &agent_env(),
     )
 }
 
@@ -111,4 +111,16 @@ pub fn helm(kubeconfig: &Path, scratch: &Path, args: &[&str]) -> Option<String> 
         String::from_utf8_lossy(&out.stderr)
     );
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The environment of a `fleet agent` under test: logs, and a short leader election (upstream's
+/// variables), so an agent restarted after SIGKILL takes its Lease over within seconds instead
+/// of waiting out the default 30 s lease.
+pub fn agent_env() -> [(&'static str, &'static str); 4] {
+    [
+        ("RUST_LOG", "info"),
+        ("CATTLE_ELECTION_LEASE_DURATION", "3s"),
+        ("CATTLE_ELECTION_RENEW_DEADLINE", "2s"),
+        ("CATTLE_ELECTION_RETRY_PERIOD", "500ms"),
+    ]
 }
