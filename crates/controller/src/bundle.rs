@@ -121,12 +121,14 @@ fn plan(ctx: &Context, b: &Bundle, mid: &str) -> Result<Plan, String> {
             desired_id: t.deployment_id.clone(),
             paused: b.spec.paused || t.cluster.spec.paused,
             deployment: ex.as_ref().map(|bd| {
-                let st = bd.status.clone().unwrap_or_default();
+                let st = bd.status.as_ref();
                 DeploymentIds {
                     deployment_id: bd.spec.deployment_id.clone(),
                     staged_id: bd.spec.staged_deployment_id.clone(),
-                    applied_id: st.applied_deployment_id,
-                    ready: st.ready,
+                    applied_id: st
+                        .map(|s| s.applied_deployment_id.clone())
+                        .unwrap_or_default(),
+                    ready: st.is_some_and(|s| s.ready),
                 }
             }),
         })
@@ -306,7 +308,8 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         summary.desired_ready += 1;
         match bd {
             Some(bd) => {
-                let st = bd.status.clone().unwrap_or_default();
+                let empty = fleet_api::BundleDeploymentStatus::default();
+                let st = bd.status.as_ref().unwrap_or(&empty);
                 fleet_targeting::status::increment(
                     &mut summary,
                     &cname,

@@ -142,12 +142,14 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
         let Some(bd) = ctx.stores.bds.get(&ObjectRef::new(&bdname).within(&cns)) else {
             continue;
         };
-        let st = bd.status.clone().unwrap_or_default();
+        let empty_status = fleet_api::BundleDeploymentStatus::default();
+        let st = bd.status.as_ref().unwrap_or(&empty_status);
         let state = fleet_targeting::status::deployment_state(&bd);
-        let labels = bd.metadata.labels.clone().unwrap_or_default();
+        let empty_labels = BTreeMap::new();
+        let labels = bd.metadata.labels.as_ref().unwrap_or(&empty_labels);
         let bns = labels
             .get(BUNDLE_NAMESPACE_LABEL)
-            .cloned()
+            .map(String::as_str)
             .unwrap_or_default();
         summary.desired_ready += 1;
         fleet_targeting::status::increment(
@@ -169,7 +171,9 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
         counts.not_ready += rc.not_ready;
         if let Some(repo) = labels.get(REPO_LABEL) {
             // Upstream quirk: a GitRepo counts as ready if any of its BDs here is Ready.
-            let e = repos.entry((bns, repo.clone())).or_insert(false);
+            let e = repos
+                .entry((bns.to_string(), repo.clone()))
+                .or_insert(false);
             *e = *e || state == fleet_api::state::BundleState::Ready;
         }
     }

@@ -557,7 +557,8 @@ fn compute_status(ctx: &Context, g: &GitRepo, st: &PollState) -> GitRepoStatus {
             let Some(bd) = ctx.stores.bds.get(&ObjectRef::new(&bdname).within(&bdns)) else {
                 continue;
             };
-            let bst = bd.status.clone().unwrap_or_default();
+            let empty = fleet_api::BundleDeploymentStatus::default();
+            let bst = bd.status.as_ref().unwrap_or(&empty);
             let state = fleet_targeting::status::deployment_state(&bd);
             summary.desired_ready += 1;
             fleet_targeting::status::increment(
@@ -569,22 +570,12 @@ fn compute_status(ctx: &Context, g: &GitRepo, st: &PollState) -> GitRepoStatus {
                 &bst.non_ready_status,
             );
             add_counts(&mut counts, &bst.resource_counts);
-            let cluster = bd
-                .metadata
-                .labels
-                .as_ref()
-                .map(|l| {
-                    format!(
-                        "{}/{}",
-                        l.get(CLUSTER_NAMESPACE_LABEL)
-                            .map(String::as_str)
-                            .unwrap_or(""),
-                        l.get(CLUSTER_LABEL).map(String::as_str).unwrap_or("")
-                    )
-                })
-                .unwrap_or_default();
+            // A cluster is one BundleDeployment namespace (its cluster namespace).
             let ready = state == fleet_api::state::BundleState::Ready;
-            let e = clusters.entry(cluster).or_insert(true);
+            let e = match clusters.get_mut(bdns.as_str()) {
+                Some(e) => e,
+                None => clusters.entry(bdns).or_insert(true),
+            };
             *e = *e && ready;
         }
     }

@@ -3,12 +3,14 @@
 
 use fleet_api::state::BundleState;
 use fleet_api::{
-    BundleDeployment, BundleSummary, Condition, ModifiedStatus, NonReadyResource, NonReadyStatus,
+    BundleDeployment, BundleDeploymentStatus, BundleSummary, Condition, ModifiedStatus,
+    NonReadyResource, NonReadyStatus,
 };
 
 /// Upstream `GetDeploymentState`, first rule wins.
 pub fn deployment_state(bd: &BundleDeployment) -> BundleState {
-    let st = bd.status.clone().unwrap_or_default();
+    let empty = BundleDeploymentStatus::default();
+    let st = bd.status.as_ref().unwrap_or(&empty);
     if st.applied_deployment_id != bd.spec.deployment_id {
         let deployed_false = st
             .conditions
@@ -42,7 +44,8 @@ fn cond_message(t: &str, conds: &[Condition]) -> String {
 
 /// Message shown for a deployment: Deployed, else Installed (if applied), else Monitored.
 pub fn deployment_message(bd: &BundleDeployment) -> String {
-    let st = bd.status.clone().unwrap_or_default();
+    let empty = BundleDeploymentStatus::default();
+    let st = bd.status.as_ref().unwrap_or(&empty);
     let mut m = cond_message("Deployed", &st.conditions);
     if m.is_empty() && st.applied_deployment_id == bd.spec.deployment_id {
         m = cond_message("Installed", &st.conditions);
