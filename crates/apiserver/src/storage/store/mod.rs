@@ -495,21 +495,97 @@ const INTERN_CAP: usize = 1 << 16;
 /// of one bundle and cluster, ...): a label map costs several hundred bytes, which would
 /// otherwise be paid per object. Sets nobody uses any more are forgotten when the table fills.
 pub(crate) fn intern_labels(labels: BTreeMap<String, String>) -> Arc<BTreeMap<String, String>> {
-    type Table = Mutex<std::collections::HashSet<Arc<BTreeMap<String, String>>>>;
-    static TABLE: OnceLock<Table> = OnceLock::new();
+    static TABLE: OnceLock<Mutex<LabelInterner>> = OnceLock::new();
     if labels.is_empty() {
         return empty_labels();
     }
-    let mut table = TABLE.get_or_init(Default::default).lock();
-    if let Some(shared) = table.get(&labels) {
-        return shared.clone();
+    TABLE
+        .get_or_init(|| Mutex::new(LabelInterner::new(INTERN_CAP)))
+        .lock()
+        .intern(labels)
+}
+
+/// The label sets [`intern_labels`] shares, at most `cap` of them.
+struct LabelInterner {
+    sets: std::collections::HashSet<Arc<BTreeMap<String, String>>>,
+    cap: usize,
+    /// New sets refused since the last sweep of a full table.
+    refused: usize,
+    /// Sweeps so far (tests check they stay rare).
+    sweeps: usize,
+}
+
+impl LabelInterner {
+    fn new(cap: usize) -> LabelInterner {
+        LabelInterner {
+            sets: Default::default(),
+            cap,
+            refused: 0,
+            sweeps: 0,
+        }
     }
-    if table.len() >= INTERN_CAP {
-        table.retain(|a| Arc::strong_count(a) > 1);
+
+    fn intern(&mut self, labels: BTreeMap<String, String>) -> Arc<BTreeMap<String, String>> {
+        if let Some(shared) = self.sets.get(&labels) {
+            return shared.clone();
+        }
+        let shared = Arc::new(labels);
+        if self.sets.len() >= self.cap {
+            // A sweep costs the whole table: one per cap/4 refusals keeps interning amortised
+            // O(1) when every set is still in use (distinct labels per object, e.g. one set per
+            // BundleDeployment), where a sweep per new set made each write scan the table.
+            self.refused += 1;
+            if self.refused < (self.cap / 4).max(1) {
+                return shared;
+            }
+            self.refused = 0;
+            self.sweeps += 1;
+            self.sets.retain(|a| Arc::strong_count(a) > 1);
+        }
+        if self.sets.len() < self.cap {
+            self.sets.insert(shared.clone());
+        }
+        shared
     }
-    let shared = Arc::new(labels);
-    if table.len() < INTERN_CAP {
-        table.insert(shared.clone());
+}
+
+#[cfg(test)]
+mod interner_tests {
+    use super::*;
+
+    fn set(i: usize) -> BTreeMap<String, String> {
+        BTreeMap::from([("n".to_string(), i.to_string())])
     }
-    shared
+
+    #[test]
+    fn a_full_table_of_sets_in_use_is_not_swept_per_new_set() {
+        let mut t = LabelInterner::new(64);
+        let held: Vec<_> = (0..64 + 160).map(|i| t.intern(set(i))).collect();
+        assert!(
+            t.sweeps <= 10,
+            "{} sweeps for 160 sets past the cap",
+            t.sweeps
+        );
+        // Shared while in the table; equal either way.
+        assert!(Arc::ptr_eq(&t.intern(set(3)), &held[3]));
+        assert_eq!(*t.intern(set(200)), set(200));
+    }
+
+    #[test]
+    fn unused_sets_are_forgotten_when_the_table_fills() {
+        let mut t = LabelInterner::new(64);
+        for i in 0..64 {
+            drop(t.intern(set(i)));
+        }
+        for _ in 0..17 {
+            t.intern(set(1000));
+        }
+        for i in 2000..2016 {
+            t.intern(set(i));
+        }
+        assert_eq!(t.sweeps, 1);
+        assert!(t.sets.len() < 64, "unused sets dropped: {}", t.sets.len());
+        let (a, b) = (t.intern(set(1000)), t.intern(set(1000)));
+        assert!(Arc::ptr_eq(&a, &b), "interned again after the sweep");
+    }
 }
