@@ -37,11 +37,21 @@ struct Requests {
     watches: u64,
     /// POST, PUT, PATCH and DELETE.
     writes: u64,
+    /// Of all these, requests on the agent's `fleet-agent` Lease (leader election: acquire, and
+    /// a GET + PUT per retry period), counted apart from the agent's work as well.
+    lease: u64,
+    /// The Lease's writes (create, update).
+    lease_writes: u64,
 }
 
 impl Requests {
     fn total(&self) -> u64 {
         self.reads + self.watches + self.writes
+    }
+
+    /// Writes other than the Lease's.
+    fn work_writes(&self) -> u64 {
+        self.writes.saturating_sub(self.lease_writes)
     }
 }
 
@@ -57,6 +67,12 @@ impl Counter {
             .query()
             .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if uri.path().contains("/leases/") || uri.path().ends_with("/leases") {
+            g.0.lease += 1;
+            if !matches!(*method, http::Method::GET | http::Method::HEAD) {
+                g.0.lease_writes += 1;
+            }
+        }
         match *method {
             http::Method::GET if watch => g.0.watches += 1,
             http::Method::GET | http::Method::HEAD => g.0.reads += 1,
@@ -297,11 +313,13 @@ fn wait_quiet(a: &Counter, b: &Counter, quiet: Duration, limit: Duration) {
 
 fn line(what: &str, r: Requests) {
     println!(
-        "{what:<44} total {:>5}  reads {:>5}  watches {:>3}  writes {:>5}",
+        "{what:<44} total {:>5}  reads {:>5}  watches {:>3}  writes {:>5}  (Lease requests {:>3}; writes besides the Lease {:>5})",
         r.total(),
         r.reads,
         r.watches,
-        r.writes
+        r.writes,
+        r.lease,
+        r.work_writes()
     );
 }
 

@@ -67,6 +67,15 @@ pub async fn ensure_namespace(client: &kube::Client, namespace: &str) -> anyhow:
         },
         ..Default::default()
     };
+    // A read first: a restart with everything in place writes nothing.
+    if nss
+        .get_opt(namespace)
+        .await
+        .with_context(|| format!("reading namespace {namespace}"))?
+        .is_some()
+    {
+        return Ok(());
+    }
     fleet_controller::bootstrap::create_absent(&nss, &ns)
         .await
         .with_context(|| format!("creating namespace {namespace}"))
