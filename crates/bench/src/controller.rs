@@ -21,8 +21,7 @@ use serde_json::json;
 
 use crate::procfs;
 use crate::scale::{
-    GITREPO, MIB, Manager, Phase, Tracker, WORKSPACE, apply_gitrepo, git_commit, revision,
-    write_repo,
+    GITREPO, MIB, Manager, Phase, Tracker, WORKSPACE, apply_gitrepo, git_commit, settle, write_repo,
 };
 
 /// What `fleet bench controller` runs.
@@ -297,22 +296,4 @@ async fn wait_written(
         "{} of {expected} BundleDeployments written after {timeout:?} (GitRepo {WORKSPACE}/{GITREPO})",
         tracker.count()
     )
-}
-
-/// Waits until the store's revision stays put for `quiet`.
-async fn settle(admin: &Client, quiet: Duration, timeout: Duration) -> anyhow::Result<()> {
-    let t = Instant::now();
-    let mut last = revision(admin).await?;
-    let mut since = Instant::now();
-    while t.elapsed() < timeout {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let now = revision(admin).await?;
-        if now != last {
-            last = now;
-            since = Instant::now();
-        } else if since.elapsed() >= quiet {
-            return Ok(());
-        }
-    }
-    bail!("the manager kept writing for {timeout:?}")
 }

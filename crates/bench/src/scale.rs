@@ -157,6 +157,9 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     .await;
     let mut all_ready = ready.is_ok();
     let ready_s = ready.as_ref().map(|r| r.secs).unwrap_or(f64::NAN);
+    // Status writes that trail the last Ready (aggregates queued at most once a second) belong
+    // to the rollout, not to the idle window.
+    let _ = settle(&admin, Duration::from_secs(2), Duration::from_secs(30)).await;
     let ready_writes = phase.report("ready", &admin, manager.pid, ready_s).await?;
     let writes_per_bd = ready_writes as f64 / expected as f64;
 
@@ -297,6 +300,28 @@ pub(crate) async fn revision(admin: &Client) -> anyhow::Result<u64> {
         .as_deref()
         .and_then(|v| v.parse().ok())
         .context("the manager's list carries no numeric resourceVersion")
+}
+
+/// Waits until the store's revision stays put for `quiet`.
+pub(crate) async fn settle(
+    admin: &Client,
+    quiet: Duration,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let t = Instant::now();
+    let mut last = revision(admin).await?;
+    let mut since = Instant::now();
+    while t.elapsed() < timeout {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = revision(admin).await?;
+        if now != last {
+            last = now;
+            since = Instant::now();
+        } else if since.elapsed() >= quiet {
+            return Ok(());
+        }
+    }
+    bail!("the manager kept writing for {timeout:?}")
 }
 
 /// Timing, writes and CPU of one phase.
