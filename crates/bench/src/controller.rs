@@ -21,7 +21,8 @@ use serde_json::json;
 
 use crate::procfs;
 use crate::scale::{
-    GITREPO, MIB, Manager, Phase, Tracker, WORKSPACE, apply_gitrepo, git_commit, settle, write_repo,
+    GITREPO, MIB, Manager, Phase, Tracker, WORKSPACE, apply_gitrepo, git_commit, settle,
+    spawn_announced, write_repo,
 };
 
 /// What `fleet bench controller` runs.
@@ -164,29 +165,16 @@ impl Controllers {
         dir: &std::path::Path,
         kubeconfig: &std::path::Path,
     ) -> anyhow::Result<Controllers> {
-        use tokio::io::AsyncBufReadExt;
         let log = std::fs::File::create(dir.join("controller.log")).context("controller log")?;
-        let mut child = tokio::process::Command::new(exe)
-            .arg("controller")
+        let mut cmd = tokio::process::Command::new(exe);
+        cmd.arg("controller")
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .arg("--cache-dir")
             .arg(dir.join("controller-cache"))
             .args(["--listen", "127.0.0.1:0"])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .context("starting fleet controller")?;
-        let pid = child.id().context("controller pid")?;
-        let stdout = child.stdout.take().context("controller stdout")?;
-        let mut lines = tokio::io::BufReader::new(stdout).lines();
-        match tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await {
-            Ok(Ok(Some(l))) if l.starts_with("listening ") => {}
-            other => bail!("the controller did not start: {other:?}"),
-        }
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            .stderr(log);
+        let (child, pid, _addr) = spawn_announced(cmd, "listening ", "the controller").await?;
         Ok(Controllers { child, pid })
     }
 

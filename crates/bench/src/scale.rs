@@ -255,8 +255,8 @@ impl Manager {
     ) -> anyhow::Result<Manager> {
         let data = dir.join("manager");
         let log = std::fs::File::create(dir.join("manager.log")).context("manager log")?;
-        let mut child = tokio::process::Command::new(exe)
-            .arg("server")
+        let mut cmd = tokio::process::Command::new(exe);
+        cmd.arg("server")
             .arg("--data-dir")
             .arg(&data)
             .args(["--listen", "127.0.0.1:0", "--store-sync", store_sync])
@@ -268,20 +268,8 @@ impl Manager {
                     .into_iter()
                     .chain(extra.iter().copied()),
             )
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .context("starting fleet server")?;
-        let pid = child.id().context("manager pid")?;
-        let stdout = child.stdout.take().context("manager stdout")?;
-        let mut lines = BufReader::new(stdout).lines();
-        let url = match tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await {
-            Ok(Ok(Some(l))) if l.starts_with("ready ") => l["ready ".len()..].to_string(),
-            other => bail!("the manager did not start: {other:?}"),
-        };
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            .stderr(log);
+        let (child, pid, url) = spawn_announced(cmd, "ready ", "the manager").await?;
         Ok(Manager { child, pid, url })
     }
 
@@ -289,6 +277,35 @@ impl Manager {
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
     }
+}
+
+/// Spawns `cmd` (stdout piped, killed on drop) and waits up to 60 s for its first stdout line,
+/// which must start with `prefix` (`fleet server` announces `ready URL`, `fleet controller`
+/// `listening ADDR`); returns the child, its pid and the rest of that line. Later output is
+/// drained so the child never blocks on a full pipe.
+pub(crate) async fn spawn_announced(
+    mut cmd: tokio::process::Command,
+    prefix: &str,
+    what: &str,
+) -> anyhow::Result<(tokio::process::Child, u32, String)> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {what}"))?;
+    let pid = child.id().with_context(|| format!("{what}: no pid"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .with_context(|| format!("{what}: stdout"))?;
+    let mut lines = BufReader::new(stdout).lines();
+    let rest = match tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await {
+        Ok(Ok(Some(l))) if l.starts_with(prefix) => l[prefix.len()..].to_string(),
+        other => bail!("{what} did not start: {other:?}"),
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, pid, rest))
 }
 
 /// The manager store's current revision (every write bumps it).

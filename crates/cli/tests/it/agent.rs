@@ -43,6 +43,19 @@ fn wait_status(
     })
 }
 
+/// Publishes the bundle of `dir` as BundleDeployment `name` and waits (up to `secs`) until it is
+/// Ready at its deploymentID, which it returns. Only for BDs whose later status is not needed:
+/// the BD itself is dropped.
+fn publish_ready(env: &AgentEnv, dir: &Path, name: &str, what: &str, secs: u64) -> String {
+    let (bd, content) = env.deployment_of(&env.bundle(dir, name));
+    let id = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    wait_status(env, name, what, Duration::from_secs(secs), |s| {
+        ready_for(s, &id)
+    });
+    id
+}
+
 fn ready_for(st: &Value, id: &str) -> bool {
     st["appliedDeploymentID"] == id && st["ready"] == true && st["nonModified"] == true
 }
@@ -1025,12 +1038,7 @@ fn object_of_the_previous_release_coming_back_is_reported_extra() {
             ("dropped.yaml", &cm("dropped")),
         ],
     );
-    let (bd, content) = env.deployment_of(&env.bundle(&src, "ex"));
-    let id1 = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
-    env.publish(&bd, &content);
-    wait_status(&env, "ex", "ex to be Ready", Duration::from_secs(60), |s| {
-        ready_for(s, &id1)
-    });
+    publish_ready(&env, &src, "ex", "ex to be Ready", 60);
     let mut dropped = env
         .down
         .get_json(&["configmap", "dropped", "-n", "ex"])
@@ -1116,12 +1124,7 @@ fn workloads_ready_after_their_apply_go_ready_in_an_already_watched_kind() {
             ("d.yaml", &deployment("one")),
         ],
     );
-    let (bd, content) = env.deployment_of(&env.bundle(&first, "first"));
-    let id = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
-    env.publish(&bd, &content);
-    wait_status(&env, "first", "first Ready", Duration::from_secs(60), |s| {
-        ready_for(s, &id)
-    });
+    publish_ready(&env, &first, "first", "first Ready", 60);
     // Second bundle: many Deployments, each made ready while the next ones are being applied.
     let second = tmp.path().join("second");
     let names: Vec<String> = (0..20).map(|i| format!("web-{i:02}")).collect();
@@ -1306,12 +1309,7 @@ fn a_standby_agent_takes_over_the_lease() {
             ("cm.yaml", &cm("first")),
         ],
     );
-    let (bd, content) = env.deployment_of(&env.bundle(&src, "one"));
-    let id = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
-    env.publish(&bd, &content);
-    wait_status(&env, "one", "one Ready", Duration::from_secs(30), |s| {
-        ready_for(s, &id)
-    });
+    publish_ready(&env, &src, "one", "one Ready", 30);
     assert_eq!(
         pid_of(&holder()),
         Some(agents[leader].child.id()),
