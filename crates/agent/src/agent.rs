@@ -286,11 +286,9 @@ impl Agent {
         )
         .await
         .map_err(|e| e.to_string())?;
-        if !ob.modified.is_empty() {
-            // The watch caches can trail this agent's own applies, and the echo of its own write
-            // is not a change that queues the BD again: a stale read would report "modified"
-            // until something else touches the object. Confirm with fresh reads first.
-            ob = monitor::observe(
+        // Live state read anew, caches bypassed.
+        let observe_fresh = || {
+            monitor::observe(
                 &self.ds,
                 &[],
                 &objects,
@@ -298,8 +296,12 @@ impl Agent {
                 (&rel_name, &rel_ns),
                 &bd.spec.options,
             )
-            .await
-            .map_err(|e| e.to_string())?;
+        };
+        if !ob.modified.is_empty() {
+            // The watch caches can trail this agent's own applies, and the echo of its own write
+            // is not a change that queues the BD again: a stale read would report "modified"
+            // until something else touches the object. Confirm with fresh reads first.
+            ob = observe_fresh().await.map_err(|e| e.to_string())?;
         }
         let correct = bd
             .spec
@@ -324,16 +326,7 @@ impl Agent {
                 tracing::info!(bundledeployment = name, "correcting drift of {r}");
                 correct_drift(&self.ds, &r, o, &m.patch, correct.force).await?;
             }
-            ob = monitor::observe(
-                &self.ds,
-                &[],
-                &objects,
-                &previous,
-                (&rel_name, &rel_ns),
-                &bd.spec.options,
-            )
-            .await
-            .map_err(|e| e.to_string())?;
+            ob = observe_fresh().await.map_err(|e| e.to_string())?;
         }
         monitor::apply_observation(&mut st, &ob);
         self.write_status(&bd, st)
