@@ -36,6 +36,7 @@ pub struct Agent {
     agent_namespace: String,
     kube_version: String,
     contents: ContentCache,
+    releases: release::ReleaseCache,
     bds: BTreeMap<String, BundleDeployment>,
     /// Generation last reconciled per BD (status-only events do not reconcile again).
     reconciled: HashMap<String, Option<i64>>,
@@ -150,6 +151,8 @@ impl Agent {
         self.reconciled
             .insert(name.to_string(), bd.metadata.generation);
         if bd.metadata.deletion_timestamp.is_some() {
+            let (rel_name, rel_ns) = deploy::release_of(name, &bd.spec.options);
+            self.releases.forget(&rel_ns, &rel_name);
             return self.uninstall(name, bd.spec.options.keep_resources).await;
         }
         if bd.spec.paused || bd.spec.off_schedule || bd.spec.waiting_for_values {
@@ -158,7 +161,7 @@ impl Agent {
         let bd = with_values(&self.up, bd).await?;
         let mut st = bd.status.clone().unwrap_or_default();
         let (rel_name, rel_ns) = deploy::release_of(name, &bd.spec.options);
-        let history = release::history(&self.ds.client, &rel_ns, &rel_name)
+        let history = release::history(&self.ds.client, &self.releases, &rel_ns, &rel_name)
             .await
             .map_err(|e| e.to_string())?;
         let current = history
@@ -174,7 +177,7 @@ impl Agent {
             self.waiting.remove(name);
             current
                 .as_ref()
-                .map(|r| release::manifest_objects(r.manifest()))
+                .map(|r| r.manifest_objects().to_vec())
                 .unwrap_or_default()
         } else {
             if self.failed.get(name) == Some(&bd.spec.deployment_id) {
@@ -251,7 +254,7 @@ impl Agent {
             }
             deployed
                 .next()
-                .map(|r| release::manifest_objects(r.manifest()))
+                .map(|r| r.manifest_objects().to_vec())
                 .unwrap_or_default()
         };
         // The previous release's objects are watched too: one coming back is reported extra.
@@ -647,6 +650,7 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
         agent_namespace,
         kube_version,
         contents: ContentCache::default(),
+        releases: release::ReleaseCache::default(),
         bds: BTreeMap::new(),
         reconciled: HashMap::new(),
         failed: HashMap::new(),
@@ -710,6 +714,8 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
                         agent.bds.remove(&name);
                         agent.reconciled.remove(&name);
                         agent.waiting.remove(&name);
+                        let (rel_name, rel_ns) = deploy::release_of(&name, &bd.spec.options);
+                        agent.releases.forget(&rel_ns, &rel_name);
                         if let Err(e) = agent.uninstall(&name, bd.spec.options.keep_resources).await {
                             tracing::warn!(bundledeployment = %name, "uninstall failed: {e}");
                         }

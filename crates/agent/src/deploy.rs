@@ -337,9 +337,9 @@ pub async fn deploy(
     // Prune: what the last release had and this one does not, if it is still ours.
     let keep: BTreeSet<ObjRef> = applied.iter().filter_map(ObjRef::of).collect();
     if let Some(last) = previous.last() {
-        for o in release::manifest_objects(last.manifest()) {
-            let Some(r) = ObjRef::of(&o) else { continue };
-            if keep.contains(&r) || keep_policy(&o) {
+        for o in last.manifest_objects() {
+            let Some(r) = ObjRef::of(o) else { continue };
+            if keep.contains(&r) || keep_policy(o) {
                 continue;
             }
             delete_if_ours(ds, &r, &rel_name, &rel_ns).await?;
@@ -510,19 +510,10 @@ async fn list_records(
         else {
             continue;
         };
-        let Some(rel) = s
-            .data
-            .as_ref()
-            .and_then(|d| d.get("release"))
-            .and_then(|d| release::decode(&d.0))
-        else {
+        let Some(rec) = Record::of_secret(&s) else {
             continue;
         };
-        out.entry(bd).or_default().push(Record {
-            secret_name: s.metadata.name.clone().unwrap_or_default(),
-            version: rel.get("version").and_then(Value::as_i64).unwrap_or(0),
-            release: rel,
-        });
+        out.entry(bd).or_default().push(rec);
     }
     for v in out.values_mut() {
         v.sort_by_key(|r| r.version);
@@ -555,20 +546,10 @@ pub async fn records_of(
         ) else {
             continue;
         };
-        let Some(rel) = s
-            .data
-            .as_ref()
-            .and_then(|d| d.get("release"))
-            .and_then(|d| release::decode(&d.0))
-        else {
+        let Some(rec) = Record::of_secret(&s) else {
             continue;
         };
-        let version = rel.get("version").and_then(Value::as_i64).unwrap_or(0);
-        out.entry((ns, name)).or_default().push(Record {
-            secret_name: s.metadata.name.clone().unwrap_or_default(),
-            version,
-            release: rel,
-        });
+        out.entry((ns, name)).or_default().push(rec);
     }
     for v in out.values_mut() {
         v.sort_by_key(|r| r.version);
@@ -594,13 +575,14 @@ pub async fn uninstall(
     for ((ns, name), recs) in records {
         if !keep_resources && let Some(last) = recs.last() {
             // Reverse order: custom resources before their CRDs, namespaces last.
-            let mut objs: Vec<(ObjRef, Value)> = release::manifest_objects(last.manifest())
-                .into_iter()
-                .filter_map(|o| ObjRef::of(&o).map(|r| (r, o)))
+            let mut objs: Vec<(ObjRef, &Value)> = last
+                .manifest_objects()
+                .iter()
+                .filter_map(|o| ObjRef::of(o).map(|r| (r, o)))
                 .collect();
             objs.reverse();
             for (r, o) in objs {
-                if !keep_policy(&o) {
+                if !keep_policy(o) {
                     delete_if_ours(ds, &r, &name, &ns).await?;
                 }
             }

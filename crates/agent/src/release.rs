@@ -4,8 +4,9 @@
 //! `helm list`, `helm history` and `helm get manifest` show what Fleet deployed. The records are
 //! also the agent's memory of which objects a BundleDeployment created (for prune and uninstall).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use base64::Engine;
 use k8s_openapi::ByteString;
@@ -24,7 +25,8 @@ pub const BUNDLE_DEPLOYMENT_LABEL: &str = "fleet.cattle.io/bundle-deployment";
 /// cluster (a manager's local agent and a registered one) never touch each other's releases.
 pub const AGENT_NAMESPACE_LABEL: &str = "fleet.cattle.io/agent-namespace";
 
-/// One stored release, decoded.
+/// One stored release, decoded. Cheap to clone: a reconcile that finds its release unchanged
+/// reuses the decoded record and its parsed manifest instead of inflating and parsing again.
 #[derive(Debug, Clone)]
 pub struct Record {
     /// The Secret's name.
@@ -32,10 +34,39 @@ pub struct Record {
     /// Release version (1, 2, ...).
     pub version: i64,
     /// The decoded Helm release JSON.
-    pub release: Value,
+    pub release: Arc<Value>,
+    /// The manifest's objects, parsed on first use.
+    objects: Arc<OnceLock<Vec<Value>>>,
 }
 
 impl Record {
+    /// A record from its decoded release JSON.
+    pub fn new(secret_name: String, release: Value) -> Record {
+        Record {
+            secret_name,
+            version: release.get("version").and_then(Value::as_i64).unwrap_or(0),
+            release: Arc::new(release),
+            objects: Arc::default(),
+        }
+    }
+
+    /// The record a release Secret holds; None for Secrets of another type or that do not
+    /// decode.
+    pub fn of_secret(s: &Secret) -> Option<Record> {
+        if s.type_.as_deref() != Some(SECRET_TYPE) {
+            return None;
+        }
+        let release = decode(&s.data.as_ref()?.get("release")?.0)?;
+        release.get("version").and_then(Value::as_i64)?;
+        Some(Record::new(s.metadata.name.clone()?, release))
+    }
+
+    /// The manifest's objects (see [`manifest_objects`]), parsed once per record.
+    pub fn manifest_objects(&self) -> &[Value] {
+        self.objects
+            .get_or_init(|| manifest_objects(self.manifest()))
+    }
+
     /// The release's manifest (what was applied), as stored.
     pub fn manifest(&self) -> &str {
         self.release
@@ -63,7 +94,7 @@ impl Record {
     /// The objects of the manifest (documents that do not parse are skipped: the record was
     /// written by us from objects, so this only guards against hand edits).
     pub fn objects(&self) -> Vec<ObjRef> {
-        manifest_objects(self.manifest())
+        self.manifest_objects()
             .iter()
             .filter_map(ObjRef::of)
             .collect()
@@ -95,9 +126,10 @@ pub enum ReleaseError {
     },
 }
 
-/// base64(gzip(json)), as Helm's Secrets driver encodes a release.
+/// base64(gzip(json)), as Helm's Secrets driver encodes a release. Gzip's fastest level: any
+/// level decodes the same, and the default level was most of the cost of writing a record.
 pub fn encode(release: &Value) -> std::io::Result<String> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     enc.write_all(&serde_json::to_vec(release)?)?;
     Ok(base64::engine::general_purpose::STANDARD.encode(enc.finish()?))
 }
@@ -144,9 +176,30 @@ pub fn manifest_of(objs: &[Value]) -> String {
     out
 }
 
-/// The release records of one release, oldest first.
+/// Decoded release records by (namespace, release name), each with the Secret's
+/// resourceVersion: a record is decoded again only when its Secret changed.
+#[derive(Debug, Default)]
+pub struct ReleaseCache {
+    releases: Mutex<HashMap<(String, String), Vec<Versioned>>>,
+}
+
+/// A decoded record and the resourceVersion of the Secret it was decoded from.
+type Versioned = (String, Record);
+
+impl ReleaseCache {
+    /// Forgets a release (after an uninstall).
+    pub fn forget(&self, namespace: &str, name: &str) {
+        if let Ok(mut m) = self.releases.lock() {
+            m.remove(&(namespace.to_string(), name.to_string()));
+        }
+    }
+}
+
+/// The release records of one release, oldest first, read from the cluster; records whose
+/// Secret is unchanged since the last call come from `cache`.
 pub async fn history(
     client: &kube::Client,
+    cache: &ReleaseCache,
     namespace: &str,
     name: &str,
 ) -> Result<Vec<Record>, ReleaseError> {
@@ -157,22 +210,32 @@ pub async fn history(
         name: name.into(),
         source,
     })?;
-    let mut out: Vec<Record> = list
-        .items
-        .into_iter()
-        .filter(|s| s.type_.as_deref() == Some(SECRET_TYPE))
-        .filter_map(|s| {
-            let data = s.data.as_ref()?.get("release")?;
-            let release = decode(&data.0)?;
-            let version = release.get("version").and_then(Value::as_i64)?;
-            Some(Record {
-                secret_name: s.metadata.name.clone()?,
-                version,
-                release,
-            })
-        })
-        .collect();
-    out.sort_by_key(|r| r.version);
+    let key = (namespace.to_string(), name.to_string());
+    let known = cache
+        .releases
+        .lock()
+        .ok()
+        .and_then(|mut m| m.remove(&key))
+        .unwrap_or_default();
+    let mut fresh: Vec<Versioned> = Vec::with_capacity(list.items.len());
+    for s in &list.items {
+        let rv = s.metadata.resource_version.clone().unwrap_or_default();
+        let cached = known.iter().find(|(krv, r)| {
+            !rv.is_empty() && *krv == rv && Some(&r.secret_name) == s.metadata.name.as_ref()
+        });
+        let record = match cached {
+            Some((_, r)) => Some(r.clone()),
+            None => Record::of_secret(s),
+        };
+        if let Some(r) = record {
+            fresh.push((rv, r));
+        }
+    }
+    fresh.sort_by_key(|(_, r)| r.version);
+    let out = fresh.iter().map(|(_, r)| r.clone()).collect();
+    if let Ok(mut m) = cache.releases.lock() {
+        m.insert(key, fresh);
+    }
     Ok(out)
 }
 
@@ -271,7 +334,7 @@ pub async fn store(
     .map_err(api_err)?;
     // Earlier deployed records become superseded, as after a Helm upgrade.
     for r in previous.iter().filter(|r| r.status() == "deployed") {
-        let mut rel = r.release.clone();
+        let mut rel = (*r.release).clone();
         if let Some(info) = rel.get_mut("info").and_then(Value::as_object_mut) {
             info.insert("status".into(), json!("superseded"));
         }
