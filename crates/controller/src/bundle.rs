@@ -52,7 +52,7 @@ pub async fn controller(ctx: Arc<Context>) {
         kind: "bundle",
         debounce: Duration::from_millis(50),
         concurrency: 8,
-        skip_status_only: true,
+        skip_status_only: Some(crate::context::no_status_input),
     };
     run_queue(
         ctx.clone(),

@@ -26,7 +26,10 @@ pub async fn controller(ctx: Arc<Context>) {
         kind: "cluster",
         debounce: Duration::from_millis(100),
         concurrency: 8,
-        skip_status_only: false,
+        // Its own status writes do not queue a Cluster again: during a rollout each write
+        // would recompute (and rewrite) the summary at once, bypassing the BundleDeployment
+        // trigger window. The agent's first check-in does (the display state reads it).
+        skip_status_only: Some(status_input),
     };
     run_queue(
         ctx.clone(),
@@ -45,7 +48,7 @@ pub async fn group_controller(ctx: Arc<Context>) {
         kind: "clustergroup",
         debounce: Duration::from_millis(200),
         concurrency: 4,
-        skip_status_only: false,
+        skip_status_only: Some(crate::context::no_status_input),
     };
     run_queue(
         ctx.clone(),
@@ -55,6 +58,18 @@ pub async fn group_controller(ctx: Arc<Context>) {
         reconcile_group,
     )
     .await;
+}
+
+/// The status fields a Cluster reconcile reads as input rather than writes: whether its agent
+/// has checked in, and the cluster namespace.
+fn status_input(c: &Cluster) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    if let Some(st) = &c.status {
+        st.agent.last_seen.is_some().hash(&mut h);
+        st.namespace.hash(&mut h);
+    }
+    h.finish()
 }
 
 async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {

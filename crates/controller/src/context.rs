@@ -543,16 +543,23 @@ where
 }
 
 /// How one reconciler's work queue runs.
-pub(crate) struct QueueConfig {
+pub(crate) struct QueueConfig<K> {
     /// Name in logs (`<kind> reconcile: <error>`).
     pub kind: &'static str,
     /// Coalescing window for repeated keys.
     pub debounce: std::time::Duration,
     /// Keys reconciled at once.
     pub concurrency: u16,
-    /// Ignore events that change only the status (the reconciler's own status writes): the
-    /// object is reconciled when its spec (generation) or metadata changes, or a trigger asks.
-    pub skip_status_only: bool,
+    /// Ignore events that change only the status (the reconciler's own status writes): with
+    /// `Some(f)`, the object is reconciled when its spec (generation) or metadata changes, when
+    /// `f` (a hash of the status fields the reconciler reads as input) changes, or when a
+    /// trigger asks. Without it, every event is reconciled.
+    pub skip_status_only: Option<fn(&K) -> u64>,
+}
+
+/// For [`QueueConfig::skip_status_only`]: the reconciler reads no status field as input.
+pub(crate) fn no_status_input<K>(_: &K) -> u64 {
+    0
 }
 
 /// What a status-only change leaves as it was: generation and the metadata reconcilers read.
@@ -579,7 +586,7 @@ pub(crate) async fn run_queue<K, R, Fut>(
         Option<UnboundedReceiver<ObjectRef<K>>>,
     ),
     store: Store<K>,
-    cfg: QueueConfig,
+    cfg: QueueConfig<K>,
     reconcile: R,
 ) where
     K: kube::Resource
@@ -604,9 +611,12 @@ pub(crate) async fn run_queue<K, R, Fut>(
     let mut seen: std::collections::HashMap<ObjectRef<K>, u64> = Default::default();
     let skip_status_only = cfg.skip_status_only;
     let sub = sub.filter(move |o: &Arc<K>| {
-        let pass = !skip_status_only || {
-            let fp = spec_fingerprint(o.meta());
-            seen.insert(ObjectRef::from_obj(o.as_ref()), fp) != Some(fp)
+        let pass = match skip_status_only {
+            None => true,
+            Some(status_input) => {
+                let fp = spec_fingerprint(o.meta()) ^ status_input(o).rotate_left(1);
+                seen.insert(ObjectRef::from_obj(o.as_ref()), fp) != Some(fp)
+            }
         };
         futures::future::ready(pass)
     });

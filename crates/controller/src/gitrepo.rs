@@ -71,7 +71,7 @@ pub async fn controller(ctx: Arc<Context>) {
         kind: "gitrepo",
         debounce: Duration::from_millis(100),
         concurrency: 8,
-        skip_status_only: false,
+        skip_status_only: None,
     };
     run_queue(
         ctx.clone(),
