@@ -71,7 +71,12 @@ pub async fn controller(ctx: Arc<Context>) {
         kind: "gitrepo",
         debounce: Duration::from_millis(100),
         concurrency: 8,
-        skip_status_only: None,
+        // Its own status writes do not queue a GitRepo again (polling has its own timer and
+        // BundleDeployment changes their trigger); of its status it reads only whether a
+        // commit was ever recorded.
+        skip_status_only: Some(|g: &GitRepo| {
+            u64::from(g.status.as_ref().is_some_and(|s| !s.commit.is_empty()))
+        }),
     };
     run_queue(
         ctx.clone(),
