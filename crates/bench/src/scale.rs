@@ -169,7 +169,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     tokio::time::sleep(opts.idle).await;
     let idle_to = revision(&admin).await?;
     let idle_writes = idle_to.saturating_sub(idle_from);
-    idle_counter.print("idle", idle_to).await;
+    idle_counter.print("idle", idle_to, idle_writes).await;
     drop(idle_counter);
     let idle_per_min = idle_writes as f64 * 60.0 / opts.idle.as_secs_f64().max(0.001);
 
@@ -378,7 +378,7 @@ impl Phase {
             procfs::cpu_seconds_pid(pid) - self.manager_cpu,
             procfs::cpu_seconds() - self.own_cpu,
         );
-        self.by_resource = self.writes.print(name, to).await;
+        self.by_resource = self.writes.print(name, to, writes).await;
         self.rev = to;
         Ok(writes)
     }
@@ -423,7 +423,10 @@ impl WriteCounter {
                                 | WatchEvent::Modified(o)
                                 | WatchEvent::Deleted(o) => o,
                                 WatchEvent::Bookmark(_) => continue,
-                                WatchEvent::Error(_) => return,
+                                // History gone: what is lost shows as unattributed.
+                                WatchEvent::Error(e) if e.code == 410 => return,
+                                // Otherwise resumed from the last revision seen.
+                                WatchEvent::Error(_) => break,
                             };
                             let Some(rv) = obj.metadata.resource_version else {
                                 continue;
@@ -445,8 +448,9 @@ impl WriteCounter {
     }
 
     /// Prints `NAME writes: resource n, ...` for the events up to revision `to`, most first,
-    /// and returns those counts.
-    async fn print(&self, name: &str, to: u64) -> HashMap<String, u64> {
+    /// and returns those counts. Writes of the phase's `total` (by revision) that no watch
+    /// reported (a watch that fell too far behind) are printed as unattributed, never dropped.
+    async fn print(&self, name: &str, to: u64, total: u64) -> HashMap<String, u64> {
         // The watches trail the writes a little: wait (briefly) until one has seen `to`.
         let deadline = Instant::now() + Duration::from_secs(3);
         while Instant::now() < deadline {
@@ -466,7 +470,11 @@ impl WriteCounter {
             .filter(|(_, n)| *n > 0)
             .collect();
         counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-        let parts: Vec<String> = counts.iter().map(|(r, n)| format!("{r} {n}")).collect();
+        let mut parts: Vec<String> = counts.iter().map(|(r, n)| format!("{r} {n}")).collect();
+        let attributed: u64 = counts.iter().map(|(_, n)| *n as u64).sum();
+        if attributed < total {
+            parts.push(format!("unattributed {}", total - attributed));
+        }
         println!("{name} writes: {}", parts.join(", "));
         counts
             .into_iter()
