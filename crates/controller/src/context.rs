@@ -610,11 +610,18 @@ pub(crate) async fn run_queue<K, R, Fut>(
     let kind = cfg.kind;
     let mut seen: std::collections::HashMap<ObjectRef<K>, u64> = Default::default();
     let skip_status_only = cfg.skip_status_only;
+    // Deleted objects' fingerprints are forgotten once the map doubles since the last sweep.
+    let cached = store.clone();
+    let mut sweep_at = 1024;
     let sub = sub.filter(move |o: &Arc<K>| {
         let pass = match skip_status_only {
             None => true,
             Some(status_input) => {
                 let fp = spec_fingerprint(o.meta()) ^ status_input(o).rotate_left(1);
+                if seen.len() >= sweep_at {
+                    seen.retain(|k, _| cached.get(k).is_some());
+                    sweep_at = (seen.len() * 2).max(1024);
+                }
                 seen.insert(ObjectRef::from_obj(o.as_ref()), fp) != Some(fp)
             }
         };
