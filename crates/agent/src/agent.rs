@@ -151,8 +151,6 @@ impl Agent {
         self.reconciled
             .insert(name.to_string(), bd.metadata.generation);
         if bd.metadata.deletion_timestamp.is_some() {
-            let (rel_name, rel_ns) = deploy::release_of(name, &bd.spec.options);
-            self.releases.forget(&rel_ns, &rel_name);
             return self.uninstall(name, bd.spec.options.keep_resources).await;
         }
         if bd.spec.paused || bd.spec.off_schedule || bd.spec.waiting_for_values {
@@ -384,9 +382,15 @@ impl Agent {
 
     async fn uninstall(&mut self, name: &str, keep_resources: bool) -> Result<(), String> {
         tracing::info!(bundledeployment = name, keep_resources, "uninstalling");
-        deploy::uninstall(&self.ds, &self.agent_namespace, name, keep_resources)
-            .await
-            .map_err(deploy_error)?;
+        deploy::uninstall(
+            &self.ds,
+            &self.releases,
+            &self.agent_namespace,
+            name,
+            keep_resources,
+        )
+        .await
+        .map_err(deploy_error)?;
         self.drift.forget(name);
         Ok(())
     }
@@ -714,8 +718,6 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
                         agent.bds.remove(&name);
                         agent.reconciled.remove(&name);
                         agent.waiting.remove(&name);
-                        let (rel_name, rel_ns) = deploy::release_of(&name, &bd.spec.options);
-                        agent.releases.forget(&rel_ns, &rel_name);
                         if let Err(e) = agent.uninstall(&name, bd.spec.options.keep_resources).await {
                             tracing::warn!(bundledeployment = %name, "uninstall failed: {e}");
                         }

@@ -559,9 +559,11 @@ pub async fn records_of(
 
 /// Uninstalls every release of BundleDeployment `bd`: deletes the objects of its latest record
 /// that are still ours (unless `keep_resources`), then the records. Called only when the
-/// BundleDeployment was seen deleted, never because the manager is unreachable.
+/// BundleDeployment was seen deleted, never because the manager is unreachable. Each release
+/// whose records are deleted is forgotten by `cache`.
 pub async fn uninstall(
     ds: &Downstream,
+    cache: &release::ReleaseCache,
     agent_namespace: &str,
     bd: &str,
     keep_resources: bool,
@@ -593,6 +595,7 @@ pub async fn uninstall(
                 what: format!("release {ns}/{name}"),
                 source,
             })?;
+        cache.forget(&ns, &name);
     }
     Ok(())
 }

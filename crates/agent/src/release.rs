@@ -40,16 +40,6 @@ pub struct Record {
 }
 
 impl Record {
-    /// A record from its decoded release JSON.
-    pub fn new(secret_name: String, release: Value) -> Record {
-        Record {
-            secret_name,
-            version: release.get("version").and_then(Value::as_i64).unwrap_or(0),
-            release: Arc::new(release),
-            objects: Arc::default(),
-        }
-    }
-
     /// The record a release Secret holds; None for Secrets of another type or that do not
     /// decode.
     pub fn of_secret(s: &Secret) -> Option<Record> {
@@ -57,8 +47,12 @@ impl Record {
             return None;
         }
         let release = decode(&s.data.as_ref()?.get("release")?.0)?;
-        release.get("version").and_then(Value::as_i64)?;
-        Some(Record::new(s.metadata.name.clone()?, release))
+        Some(Record {
+            secret_name: s.metadata.name.clone()?,
+            version: release.get("version").and_then(Value::as_i64)?,
+            release: Arc::new(release),
+            objects: Arc::default(),
+        })
     }
 
     /// The manifest's objects (see [`manifest_objects`]), parsed once per record.
@@ -187,7 +181,7 @@ pub struct ReleaseCache {
 type Versioned = (String, Record);
 
 impl ReleaseCache {
-    /// Forgets a release (after an uninstall).
+    /// Forgets a release (its records were deleted).
     pub fn forget(&self, namespace: &str, name: &str) {
         if let Ok(mut m) = self.releases.lock() {
             m.remove(&(namespace.to_string(), name.to_string()));
