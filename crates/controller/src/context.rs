@@ -608,7 +608,8 @@ pub(crate) async fn run_queue<K, R, Fut>(
         return;
     };
     let kind = cfg.kind;
-    let mut seen: std::collections::HashMap<ObjectRef<K>, u64> = Default::default();
+    // (spec fingerprint, status input) per object last let through.
+    let mut seen: std::collections::HashMap<ObjectRef<K>, (u64, u64)> = Default::default();
     let skip_status_only = cfg.skip_status_only;
     // Deleted objects' fingerprints are forgotten once the map doubles since the last sweep.
     let cached = store.clone();
@@ -617,7 +618,7 @@ pub(crate) async fn run_queue<K, R, Fut>(
         let pass = match skip_status_only {
             None => true,
             Some(status_input) => {
-                let fp = spec_fingerprint(o.meta()) ^ status_input(o).rotate_left(1);
+                let fp = (spec_fingerprint(o.meta()), status_input(o));
                 if seen.len() >= sweep_at {
                     seen.retain(|k, _| cached.get(k).is_some());
                     sweep_at = (seen.len() * 2).max(1024);
