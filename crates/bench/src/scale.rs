@@ -425,7 +425,8 @@ impl WriteCounter {
                                 WatchEvent::Bookmark(_) => continue,
                                 // History gone: what is lost shows as unattributed.
                                 WatchEvent::Error(e) if e.code == 410 => return,
-                                // Otherwise resumed from the last revision seen.
+                                // Otherwise resumed (after a pause) from the last
+                                // revision seen.
                                 WatchEvent::Error(_) => break,
                             };
                             let Some(rv) = obj.metadata.resource_version else {
@@ -440,6 +441,7 @@ impl WriteCounter {
                             }
                             since = rv;
                         }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
                     }
                 }));
             }
