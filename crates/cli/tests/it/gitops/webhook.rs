@@ -1,7 +1,7 @@
 //! Webhooks on the `fleet controller` listener: a GitHub push (HMAC `X-Hub-Signature-256`) and a
-//! GitLab push (`X-Gitlab-Token`), secrets from the Secret `gitjob-webhook` in the system
-//! namespace, bring a new commit in although polling is at 1 h; a wrong secret gets 401 and
-//! changes nothing.
+//! GitLab push (`X-Gitlab-Token`), then Gogs, Bitbucket Cloud, Bitbucket Server and Azure DevOps
+//! pushes, secrets from the Secret `gitjob-webhook` in the system namespace, bring a new commit in
+//! although polling is at 1 h; a wrong secret gets 401 and changes nothing.
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,104 @@ fn sign(secret: &str, body: &str) -> String {
         .map(|b| format!("{b:02x}"))
         .collect();
     format!("sha256={hex}")
+}
+
+type Headers = Vec<(&'static str, String)>;
+
+fn header_refs(h: &Headers) -> Vec<(&'static str, &str)> {
+    h.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// A push of `commit` to `branch` of `url` from each of the other providers: (name, body,
+/// headers with the right secret, headers with a wrong one). Secrets as in `gitjob-webhook`.
+fn other_provider_pushes(
+    url: &str,
+    branch: &str,
+    commit: &str,
+) -> Vec<(&'static str, String, Headers, Headers)> {
+    use base64::Engine;
+    let basic = |user_pass: &str| {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(user_pass)
+        )
+    };
+    let gogs = serde_json::json!({
+        "ref": format!("refs/heads/{branch}"), "after": commit,
+        "repository": {"html_url": url, "clone_url": url},
+    })
+    .to_string();
+    let bitbucket = serde_json::json!({
+        "repository": {"links": {"html": {"href": url}}},
+        "push": {"changes": [{"new": {"type": "branch", "name": branch, "target": {"hash": commit}}}]},
+    })
+    .to_string();
+    let bitbucket_server = serde_json::json!({
+        "eventKey": "repo:refs_changed",
+        "repository": {"links": {"clone": [{"name": "http", "href": url}]}},
+        "changes": [{"refId": format!("refs/heads/{branch}"), "toHash": commit}],
+    })
+    .to_string();
+    let azure = serde_json::json!({
+        "eventType": "git.push",
+        "resource": {
+            "refUpdates": [{"name": format!("refs/heads/{branch}"), "newObjectId": commit}],
+            "repository": {"remoteUrl": url},
+        },
+    })
+    .to_string();
+    let hex =
+        |secret: &str, body: &str| sign(secret, body).trim_start_matches("sha256=").to_string();
+    vec![
+        (
+            "gogs",
+            gogs.clone(),
+            vec![
+                ("X-Gogs-Event", "push".into()),
+                ("X-Gogs-Signature", hex("gogs-secret", &gogs)),
+            ],
+            vec![
+                ("X-Gogs-Event", "push".into()),
+                ("X-Gogs-Signature", hex("wrong", &gogs)),
+            ],
+        ),
+        (
+            "bitbucket",
+            bitbucket,
+            vec![
+                ("X-Hook-UUID", "bb-uuid".into()),
+                ("X-Event-Key", "repo:push".into()),
+            ],
+            vec![
+                ("X-Hook-UUID", "other-uuid".into()),
+                ("X-Event-Key", "repo:push".into()),
+            ],
+        ),
+        (
+            "bitbucket-server",
+            bitbucket_server.clone(),
+            vec![
+                ("X-Event-Key", "repo:refs_changed".into()),
+                ("X-Hub-Signature", sign("bbs-secret", &bitbucket_server)),
+            ],
+            vec![
+                ("X-Event-Key", "repo:refs_changed".into()),
+                ("X-Hub-Signature", sign("wrong", &bitbucket_server)),
+            ],
+        ),
+        (
+            "azure-devops",
+            azure,
+            vec![
+                ("X-Vss-ActivityId", "a1".into()),
+                ("Authorization", basic("az-user:az-pass")),
+            ],
+            vec![
+                ("X-Vss-ActivityId", "a1".into()),
+                ("Authorization", basic("az-user:wrong")),
+            ],
+        ),
+    ]
 }
 
 fn github_push(url: &str, branch: &str, commit: &str) -> String {
@@ -92,7 +190,7 @@ fn webhooks_bring_commits_in_with_polling_at_one_hour() {
         (c, b) => Err(format!("{c} {b}")),
     });
     k.apply(
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: gitjob-webhook\n  namespace: cattle-fleet-system\nstringData:\n  github: gh-secret\n  gitlab: gl-token\n",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: gitjob-webhook\n  namespace: cattle-fleet-system\nstringData:\n  github: gh-secret\n  gitlab: gl-token\n  gogs: gogs-secret\n  bitbucket: bb-uuid\n  bitbucket-server: bbs-secret\n  azure-username: az-user\n  azure-password: az-pass\n",
     );
     k.apply("apiVersion: fleet.cattle.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: c1\n  namespace: fleet-default\nspec: {}\n");
     // gr polls hourly; gr2 sets no interval (the webhook gives it 1h); other watches another branch.
@@ -191,6 +289,22 @@ fn webhooks_bring_commits_in_with_polling_at_one_hour() {
     assert_eq!(code, 200, "{msg}");
     eventually("gr-a at the third commit", T, || at_commit(&k, "gr-a", &c3));
     assert_eq!(webhook_commit(&k, "gr"), c3);
+
+    // Gogs, Bitbucket Cloud, Bitbucket Server, Azure DevOps: the same, each with its own proof.
+    for i in 0..4 {
+        repo.write("a/cm.yaml", &cm(&format!("{}", i + 4)));
+        let c = repo.commit(&format!("commit {}", i + 4));
+        let pushes = other_provider_pushes(&url, "main", &c);
+        let (provider, body, good, bad) = &pushes[i];
+        let (code, msg) = post(&ctl.addr, &header_refs(bad), body);
+        assert_eq!(code, 401, "{provider} with a wrong secret: {msg}");
+        let (code, msg) = post(&ctl.addr, &header_refs(good), body);
+        assert_eq!(code, 200, "{provider}: {msg}");
+        eventually(&format!("{provider}: gr-a at {c}"), T, || {
+            at_commit(&k, "gr-a", &c)
+        });
+        assert_eq!(webhook_commit(&k, "gr"), c, "{provider}");
+    }
     // The GitRepo on branch `other` still deploys the first commit: polls are hourly.
     at_commit(&k, "other-a", &c1).expect("other-a untouched");
 }
