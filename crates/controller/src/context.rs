@@ -9,8 +9,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use fleet_api::keys::*;
-use fleet_api::{Bundle, BundleDeployment, Cluster, ClusterGroup, GitRepo};
+use fleet_api::{
+    Bundle, BundleDeployment, BundleNamespaceMapping, Cluster, ClusterGroup, GitRepo,
+    GitRepoRestriction,
+};
 use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -80,6 +84,8 @@ pub struct Stores {
     pub clusters: Store<Cluster>,
     /// ClusterGroups.
     pub groups: Store<ClusterGroup>,
+    /// GitRepoRestrictions (checked by the GitRepo reconciler).
+    pub restrictions: Store<GitRepoRestriction>,
 }
 
 /// Shared controller state.
@@ -112,6 +118,8 @@ pub struct Context {
     ready: AtomicBool,
     leading: AtomicBool,
     started: Instant,
+    /// Turn true once the BundleNamespaceMapping and Namespace watches have listed.
+    listed: [tokio::sync::watch::Receiver<bool>; 2],
 }
 
 /// Shared subscriber streams of the primary kinds (taken by each controller).
@@ -183,6 +191,7 @@ impl Context {
         let (bds, dw) = reflector::store_shared::<BundleDeployment>(4096);
         let (clusters, cw) = reflector::store_shared::<Cluster>(4096);
         let (groups, grw) = reflector::store_shared::<ClusterGroup>(4096);
+        let (restrictions, rw) = reflector::store::<GitRepoRestriction>();
         let subs = Subscriptions {
             gitrepos: gw.subscribe(),
             bundles: bw.subscribe(),
@@ -195,6 +204,7 @@ impl Context {
             bds,
             clusters,
             groups,
+            restrictions,
         };
 
         // GitRepos: nothing else depends on them.
@@ -402,6 +412,115 @@ impl Context {
         .reflect_shared(grw);
         streams.push(drive(s));
 
+        // GitRepoRestrictions → the GitRepos of their namespace.
+        let (t, gstore) = (triggers.clone(), stores.gitrepos.clone());
+        let s = watcher(
+            Api::<GitRepoRestriction>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+        )
+        .default_backoff()
+        .modify(strip_cached)
+        .map_ok(move |ev| {
+            ev_objects(&ev, |r: &GitRepoRestriction| {
+                for g in gstore.state() {
+                    if g.metadata.namespace == r.metadata.namespace {
+                        let _ = t.gitrepo.send(ObjectRef::from(g.as_ref()));
+                    }
+                }
+            });
+            ev
+        })
+        .reflect(rw);
+        streams.push(drive(s));
+
+        // BundleNamespaceMappings and namespace labels → the Fleet index; bundles. Bundles are
+        // not reconciled before both are listed: a mapping not yet known would make its BDs
+        // look like orphans.
+        let (mappings_listed, mappings_ready) = tokio::sync::watch::channel(false);
+        let (namespaces_listed, namespaces_ready) = tokio::sync::watch::channel(false);
+        let (t, bstore, f) = (triggers.clone(), stores.bundles.clone(), fleet.clone());
+        let mut listed: Option<HashSet<Key>> = None;
+        let s = watcher(
+            Api::<BundleNamespaceMapping>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+        )
+        .default_backoff()
+        .modify(strip_cached)
+        .map_ok(move |ev| {
+            let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
+            match &ev {
+                watcher::Event::Init => listed = Some(HashSet::new()),
+                watcher::Event::InitDone => {
+                    if let Some(seen) = listed.take() {
+                        let gone: Vec<Key> = fl
+                            .mappings()
+                            .map(|m| Key::of(&m.metadata))
+                            .filter(|k| !seen.contains(k))
+                            .collect();
+                        for k in gone {
+                            fl.remove_mapping(&k.namespace, &k.name);
+                        }
+                    }
+                    let _ = mappings_listed.send(true);
+                }
+                watcher::Event::Delete(m) => {
+                    let k = Key::of(&m.metadata);
+                    fl.remove_mapping(&k.namespace, &k.name);
+                }
+                watcher::Event::Apply(m) | watcher::Event::InitApply(m) => {
+                    if let Some(seen) = listed.as_mut() {
+                        seen.insert(Key::of(&m.metadata));
+                    }
+                    fl.upsert_mapping(m.clone());
+                }
+            }
+            drop(fl);
+            ev_objects(&ev, |m: &BundleNamespaceMapping| {
+                for b in bstore.state() {
+                    if b.metadata.namespace == m.metadata.namespace {
+                        let _ = t.bundle.send(ObjectRef::from(b.as_ref()));
+                    }
+                }
+            });
+            ev
+        });
+        streams.push(drive(s));
+        let (t, bstore, f) = (triggers.clone(), stores.bundles.clone(), fleet.clone());
+        let s = watcher(
+            Api::<Namespace>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+        )
+        .default_backoff()
+        .map_ok(move |ev| {
+            let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
+            let changed = match &ev {
+                watcher::Event::Delete(n) => {
+                    fl.remove_namespace(n.metadata.name.as_deref().unwrap_or(""));
+                    true
+                }
+                watcher::Event::Apply(n) | watcher::Event::InitApply(n) => {
+                    let name = n.metadata.name.as_deref().unwrap_or("");
+                    let labels = n.metadata.labels.clone().unwrap_or_default();
+                    let changed = fl.namespace_labels(name) != Some(&labels);
+                    fl.set_namespace_labels(name, labels);
+                    changed
+                }
+                watcher::Event::InitDone => {
+                    let _ = namespaces_listed.send(true);
+                    false
+                }
+                watcher::Event::Init => false,
+            };
+            // Only mappings select namespaces by label: without one, nothing to retarget.
+            if changed && fl.mappings().next().is_some() {
+                for b in bstore.state() {
+                    let _ = t.bundle.send(ObjectRef::from(b.as_ref()));
+                }
+            }
+            ev
+        });
+        streams.push(drive(s));
+
         let ctx = Context {
             fetch: FetchCache::new(cache_dir),
             client,
@@ -424,6 +543,7 @@ impl Context {
             ready: AtomicBool::new(false),
             leading: AtomicBool::new(false),
             started: Instant::now(),
+            listed: [mappings_ready, namespaces_ready],
         };
         (ctx, WatchStreams { streams })
     }
@@ -437,6 +557,10 @@ impl Context {
         let _ = s.bds.wait_until_ready().await;
         let _ = s.clusters.wait_until_ready().await;
         let _ = s.groups.wait_until_ready().await;
+        let _ = s.restrictions.wait_until_ready().await;
+        for l in &self.listed {
+            let _ = l.clone().wait_for(|done| *done).await;
+        }
     }
 
     pub(crate) fn set_ready(&self) {

@@ -41,6 +41,8 @@ pub struct PollState {
     build_errors: Vec<String>,
     /// Commit announced by a webhook and when: polled every 2 s until seen, for up to 30 s.
     webhook: Option<(String, Instant)>,
+    /// Why the namespace's GitRepoRestrictions refuse the GitRepo (`Accepted=False`).
+    refused: Option<String>,
 }
 
 /// How long a webhook's commit is waited for (upstream: 30 s of 2 s requeues).
@@ -208,8 +210,46 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
         return Ok(Action::await_change());
     }
 
-    let generation = g.metadata.generation.unwrap_or(0);
     let mut st = state_of(&ctx, &uid);
+    // GitRepoRestrictions: refused → no polling, the reason in `Accepted`; defaults → the spec.
+    let restrictions = ctx.stores.restrictions.state();
+    let here: Vec<&fleet_api::GitRepoRestriction> = restrictions
+        .iter()
+        .filter(|r| r.metadata.namespace.as_deref() == Some(ns.as_str()))
+        .map(|r| r.as_ref())
+        .collect();
+    match crate::restrictions::authorize(&g, &here) {
+        Err(msg) => {
+            tracing::warn!("gitrepo {ns}/{name}: {msg}");
+            st.refused = Some(msg);
+            let status = compute_status(&ctx, &g, &st);
+            save_state(&ctx, &uid, st);
+            write_status(&ctx, &api, &g, status).await?;
+            return Ok(Action::await_change());
+        }
+        Ok(r)
+            if r.service_account != g.spec.service_account
+                || r.client_secret_name != g.spec.client_secret_name =>
+        {
+            ctx.metrics.write();
+            api.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {
+                    "serviceAccount": r.service_account,
+                    "clientSecretName": r.client_secret_name,
+                }})),
+            )
+            .await
+            .map_err(kerr(format!(
+                "setting restriction defaults of gitrepo {ns}/{name}"
+            )))?;
+            return Ok(Action::await_change());
+        }
+        Ok(_) => st.refused = None,
+    }
+
+    let generation = g.metadata.generation.unwrap_or(0);
     let now = Instant::now();
     let interval = polling_interval(&g, ctx.opts.default_polling_interval);
     let refs = crate::git::wanted_ref(&g.spec.branch, &g.spec.revision);
@@ -295,14 +335,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     let awaiting_webhook = st.webhook.is_some();
     let status = compute_status(&ctx, &g, &st);
     save_state(&ctx, &uid, st);
-    if g.status.as_ref() != Some(&status) {
-        let mut obj = (*g).clone();
-        obj.status = Some(status);
-        ctx.metrics.write();
-        api.replace_status(&name, &PostParams::default(), &obj)
-            .await
-            .map_err(kerr(format!("updating status of gitrepo {ns}/{name}")))?;
-    }
+    write_status(&ctx, &api, &g, status).await?;
     if g.spec.disable_polling
         && !awaiting_webhook
         && next.is_some()
@@ -317,6 +350,29 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
         ),
         None => Action::await_change(),
     })
+}
+
+/// Writes `status` where it differs from the cached one.
+async fn write_status(
+    ctx: &Context,
+    api: &Api<GitRepo>,
+    g: &GitRepo,
+    status: GitRepoStatus,
+) -> Result<(), ReconcileError> {
+    if g.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let name = g.metadata.name.clone().unwrap_or_default();
+    let mut obj = g.clone();
+    obj.status = Some(status);
+    ctx.metrics.write();
+    api.replace_status(&name, &PostParams::default(), &obj)
+        .await
+        .map_err(kerr(format!(
+            "updating status of gitrepo {}/{name}",
+            g.metadata.namespace.as_deref().unwrap_or("")
+        )))?;
+    Ok(())
 }
 
 fn bundles_of(ctx: &Context, ns: &str, repo: &str) -> Vec<Arc<Bundle>> {
@@ -536,7 +592,7 @@ fn compute_status(ctx: &Context, g: &GitRepo, st: &PollState) -> GitRepoStatus {
         Some(m) => conditions::set(conds, "Stalled", true, "Stalled", m),
         None => conditions::set(conds, "Stalled", false, "", ""),
     }
-    match &st.fetch_error {
+    match st.refused.as_ref().or(st.fetch_error.as_ref()) {
         Some(m) => conditions::set(conds, "Accepted", false, "Error", m),
         None => conditions::set(conds, "Accepted", true, "", ""),
     }

@@ -16,6 +16,7 @@ pub mod gitrepo;
 pub mod http;
 pub mod index;
 pub mod registration;
+pub mod restrictions;
 pub mod webhook;
 
 use std::net::SocketAddr;

@@ -18,6 +18,7 @@ use serde_json::Value;
 mod crash;
 mod ha;
 mod printers;
+mod tenancy;
 mod webhook;
 
 const T: Duration = Duration::from_secs(60);
