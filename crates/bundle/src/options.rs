@@ -20,6 +20,37 @@ pub struct Auth {
     pub basic_http: bool,
 }
 
+impl Auth {
+    /// Per-path credentials from a `secrets-path.yaml` (what `--helm-credentials-by-path-file`
+    /// reads, and the key of a GitRepo's `helmSecretNameForPaths` Secret): a map from bundle
+    /// path to `username`, `password`, `caBundle`, `insecureSkipVerify`, `basicHTTP`.
+    pub fn by_path(
+        file: &std::path::Path,
+        text: &str,
+    ) -> Result<BTreeMap<String, Auth>, crate::BundleError> {
+        let m: BTreeMap<String, serde_json::Value> = crate::yaml::from_str(file, text)?;
+        Ok(m.into_iter()
+            .map(|(path, v)| {
+                let s = |key: &str| {
+                    v.get(key)
+                        .and_then(|x| x.as_str())
+                        .unwrap_or("")
+                        .to_string()
+                };
+                let b = |key: &str| v.get(key).and_then(|x| x.as_bool()).unwrap_or(false);
+                let auth = Auth {
+                    username: s("username"),
+                    password: s("password"),
+                    ca_bundle: s("caBundle").into_bytes(),
+                    insecure_skip_verify: b("insecureSkipVerify"),
+                    basic_http: b("basicHTTP"),
+                };
+                (path, auth)
+            })
+            .collect())
+    }
+}
+
 /// Everything `fleet apply` needs to turn directories into Bundles.
 #[derive(Clone, Debug)]
 pub struct ApplyOptions {

@@ -190,28 +190,8 @@ pub fn options(a: &ApplyArgs) -> anyhow::Result<ApplyOptions> {
     let mut auth_by_path = BTreeMap::new();
     if a.helm_credentials_by_path_file.is_some() {
         let raw = read_opt(&a.helm_credentials_by_path_file)?;
-        let text = String::from_utf8_lossy(&raw);
         let file = a.helm_credentials_by_path_file.clone().unwrap_or_default();
-        let m: BTreeMap<String, serde_json::Value> = fleet_bundle::yaml::from_str(&file, &text)?;
-        for (k, v) in m {
-            let s = |key: &str| {
-                v.get(key)
-                    .and_then(|x| x.as_str())
-                    .unwrap_or("")
-                    .to_string()
-            };
-            let b = |key: &str| v.get(key).and_then(|x| x.as_bool()).unwrap_or(false);
-            auth_by_path.insert(
-                k,
-                Auth {
-                    username: s("username"),
-                    password: s("password"),
-                    ca_bundle: s("caBundle").into_bytes(),
-                    insecure_skip_verify: b("insecureSkipVerify"),
-                    basic_http: b("basicHTTP"),
-                },
-            );
-        }
+        auth_by_path = Auth::by_path(&file, &String::from_utf8_lossy(&raw))?;
     }
     Ok(ApplyOptions {
         namespace: a.namespace.clone(),

@@ -440,6 +440,59 @@ pub fn apply_options(
     }
 }
 
+/// Go's `strconv.ParseBool`, false when unparsable (as upstream treats these security flags).
+fn go_bool(v: Option<&[u8]>) -> bool {
+    matches!(v, Some(b"1" | b"t" | b"T" | b"true" | b"TRUE" | b"True"))
+}
+
+/// Helm repository credentials for the build, as upstream's job hands them to `fleet apply`:
+/// `helmSecretNameForPaths` (key `secrets-path.yaml`, per bundle path) or else `helmSecretName`
+/// (keys `username`, `password`, `cacerts`, `insecureSkipVerify`, `basicHTTP`); the GitRepo's
+/// `insecureSkipTLSVerify` applies to chart fetches too.
+async fn helm_credentials(
+    ctx: &Context,
+    g: &GitRepo,
+    opts: &mut fleet_bundle::ApplyOptions,
+) -> Result<(), String> {
+    let ns = g.metadata.namespace.clone().unwrap_or_default();
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+    let read = |field: &'static str, name: String| {
+        let secrets = secrets.clone();
+        let ns = ns.clone();
+        async move {
+            secrets
+                .get_opt(&name)
+                .await
+                .map_err(|e| format!("failed to look up {field}, error: {e}"))?
+                .map(|s| s.data.unwrap_or_default())
+                .ok_or_else(|| {
+                    format!("failed to look up {field}, error: secret {ns}/{name} not found")
+                })
+        }
+    };
+    if !g.spec.helm_secret_name_for_paths.is_empty() {
+        let name = g.spec.helm_secret_name_for_paths.clone();
+        let data = read("helmSecretNameForPaths", name.clone()).await?;
+        let text = data
+            .get("secrets-path.yaml")
+            .map(|v| String::from_utf8_lossy(&v.0).into_owned())
+            .ok_or_else(|| format!("secret {ns}/{name} has no key secrets-path.yaml"))?;
+        let file = std::path::Path::new("secrets-path.yaml");
+        opts.auth_by_path = fleet_bundle::Auth::by_path(file, &text)
+            .map_err(|e| format!("secret {ns}/{name}: {e}"))?;
+    } else if !g.spec.helm_secret_name.is_empty() {
+        let data = read("helmSecretName", g.spec.helm_secret_name.clone()).await?;
+        let get = |k: &str| data.get(k).map(|v| v.0.clone()).unwrap_or_default();
+        opts.auth.username = String::from_utf8_lossy(&get("username")).into_owned();
+        opts.auth.password = String::from_utf8_lossy(&get("password")).into_owned();
+        opts.auth.ca_bundle = get("cacerts");
+        opts.auth.insecure_skip_verify = go_bool(data.get("insecureSkipVerify").map(|v| &v.0[..]));
+        opts.auth.basic_http = go_bool(data.get("basicHTTP").map(|v| &v.0[..]));
+    }
+    opts.auth.insecure_skip_verify |= g.spec.insecure_skip_tls_verify;
+    Ok(())
+}
+
 /// Builds every path of the checkout into Bundles and writes them; returns per-path errors
 /// (`path P: file: reason`). Stale bundles are pruned only when every path built.
 async fn build_and_apply(
@@ -453,7 +506,10 @@ async fn build_and_apply(
     let tf = tempfile::NamedTempFile::new().map_err(|e| ReconcileError::Other(e.to_string()))?;
     std::fs::write(tf.path(), targets_file_json(g).to_string())
         .map_err(|e| ReconcileError::Other(e.to_string()))?;
-    let opts = apply_options(g, commit, tf.path());
+    let mut opts = apply_options(g, commit, tf.path());
+    if let Err(e) = helm_credentials(ctx, g, &mut opts).await {
+        return Ok(vec![e]);
+    }
     let paths = if g.spec.paths.is_empty() {
         vec![".".to_string()]
     } else {

@@ -1,6 +1,6 @@
 //! The one home of test support for every crate's integration tests: finding the oracle tools
 //! (with the CI rule), starting `fleet` processes, driving real kubectl, git fixtures and a git
-//! server, an in-process server with a kube client, TLS clients with per-user certificates, and
+//! server, a Helm chart repository behind basic auth, an in-process server with a kube client, TLS clients with per-user certificates, and
 //! waiting on conditions with a deadline instead of sleeping.
 //!
 //! Used only as a dev-dependency. Panics are the point here: a failed setup fails the test.
@@ -11,6 +11,7 @@ pub mod controller;
 pub mod fs;
 pub mod git;
 pub mod githttp;
+pub mod helmrepo;
 #[cfg(feature = "server")]
 pub mod inproc;
 pub mod kubectl;

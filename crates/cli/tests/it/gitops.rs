@@ -17,6 +17,7 @@ use serde_json::Value;
 
 mod crash;
 mod ha;
+mod helm_auth;
 mod printers;
 mod tenancy;
 mod webhook;
