@@ -497,6 +497,10 @@ fn main() -> anyhow::Result<()> {
         "agent RSS idle with 50 BundleDeployments (100 objects), median of 5 samples: {:.1} MiB",
         samples[samples.len() / 2] as f64 / 1024.0
     );
-    agent2.kill();
+    if let Ok(s) = std::env::var("ZZ_HOLD") {
+        std::thread::sleep(Duration::from_secs(s.parse().unwrap_or(0)));
+    }
+    // A graceful stop: an instrumented build writes its profile at exit (scripts/gen-link-order).
+    agent2.terminate();
     Ok(())
 }
