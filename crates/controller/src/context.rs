@@ -282,7 +282,7 @@ impl Context {
             stores.bundles.clone(),
             fleet.clone(),
         );
-        let mut listed: Option<HashSet<Key>> = None;
+        let mut listed = Relist::default();
         let s = watcher(
             Api::<Cluster>::all(client.clone()),
             watcher::Config::default().any_semantic(),
@@ -292,17 +292,11 @@ impl Context {
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
             match &ev {
-                watcher::Event::Init => listed = Some(HashSet::new()),
+                watcher::Event::Init => listed.start(),
                 watcher::Event::InitDone => {
-                    if let Some(seen) = listed.take() {
-                        let gone: Vec<Key> = fl
-                            .clusters()
-                            .map(|c| Key::of(&c.metadata))
-                            .filter(|k| !seen.contains(k))
-                            .collect();
-                        for k in gone {
-                            fl.remove_cluster(&k.namespace, &k.name);
-                        }
+                    let gone = listed.unseen(fl.clusters().map(|c| Key::of(&c.metadata)));
+                    for k in gone {
+                        fl.remove_cluster(&k.namespace, &k.name);
                     }
                 }
                 _ => {}
@@ -310,9 +304,7 @@ impl Context {
             ev_objects(&ev, |c: &Cluster| {
                 let deleted = matches!(ev, watcher::Event::Delete(_));
                 let key = Key::of(&c.metadata);
-                if let Some(seen) = listed.as_mut() {
-                    seen.insert(key.clone());
-                }
+                listed.saw(&key);
                 let usable = !deleted
                     && c.metadata.deletion_timestamp.is_none()
                     && c.status.as_ref().is_some_and(|s| !s.namespace.is_empty());
@@ -357,7 +349,7 @@ impl Context {
         let t = triggers.clone();
         let (old_groups, bstore, f) =
             (stores.groups.clone(), stores.bundles.clone(), fleet.clone());
-        let mut listed: Option<HashSet<Key>> = None;
+        let mut listed = Relist::default();
         let s = watcher(
             Api::<ClusterGroup>::all(client.clone()),
             watcher::Config::default().any_semantic(),
@@ -367,17 +359,11 @@ impl Context {
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
             match &ev {
-                watcher::Event::Init => listed = Some(HashSet::new()),
+                watcher::Event::Init => listed.start(),
                 watcher::Event::InitDone => {
-                    if let Some(seen) = listed.take() {
-                        let gone: Vec<Key> = fl
-                            .groups()
-                            .map(|g| Key::of(&g.metadata))
-                            .filter(|k| !seen.contains(k))
-                            .collect();
-                        for k in gone {
-                            fl.remove_group(&k.namespace, &k.name);
-                        }
+                    let gone = listed.unseen(fl.groups().map(|g| Key::of(&g.metadata)));
+                    for k in gone {
+                        fl.remove_group(&k.namespace, &k.name);
                     }
                 }
                 _ => {}
@@ -385,9 +371,7 @@ impl Context {
             ev_objects(&ev, |g: &ClusterGroup| {
                 let deleted = matches!(ev, watcher::Event::Delete(_));
                 let key = Key::of(&g.metadata);
-                if let Some(seen) = listed.as_mut() {
-                    seen.insert(key.clone());
-                }
+                listed.saw(&key);
                 if deleted {
                     fl.remove_group(&key.namespace, &key.name);
                 } else {
@@ -439,7 +423,7 @@ impl Context {
         let (mappings_listed, mappings_ready) = tokio::sync::watch::channel(false);
         let (namespaces_listed, namespaces_ready) = tokio::sync::watch::channel(false);
         let (t, bstore, f) = (triggers.clone(), stores.bundles.clone(), fleet.clone());
-        let mut listed: Option<HashSet<Key>> = None;
+        let mut listed = Relist::default();
         let s = watcher(
             Api::<BundleNamespaceMapping>::all(client.clone()),
             watcher::Config::default().any_semantic(),
@@ -449,17 +433,11 @@ impl Context {
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
             match &ev {
-                watcher::Event::Init => listed = Some(HashSet::new()),
+                watcher::Event::Init => listed.start(),
                 watcher::Event::InitDone => {
-                    if let Some(seen) = listed.take() {
-                        let gone: Vec<Key> = fl
-                            .mappings()
-                            .map(|m| Key::of(&m.metadata))
-                            .filter(|k| !seen.contains(k))
-                            .collect();
-                        for k in gone {
-                            fl.remove_mapping(&k.namespace, &k.name);
-                        }
+                    let gone = listed.unseen(fl.mappings().map(|m| Key::of(&m.metadata)));
+                    for k in gone {
+                        fl.remove_mapping(&k.namespace, &k.name);
                     }
                     let _ = mappings_listed.send(true);
                 }
@@ -468,9 +446,7 @@ impl Context {
                     fl.remove_mapping(&k.namespace, &k.name);
                 }
                 watcher::Event::Apply(m) | watcher::Event::InitApply(m) => {
-                    if let Some(seen) = listed.as_mut() {
-                        seen.insert(Key::of(&m.metadata));
-                    }
+                    listed.saw(&Key::of(&m.metadata));
                     fl.upsert_mapping(m.clone());
                 }
             }
@@ -641,6 +617,33 @@ async fn flush_bd_triggers(pending: Arc<Mutex<BdTriggers>>, t: Arc<Triggers>) {
 /// BundleDeployment of the fleet. Writes never send it back: the server keeps its own.
 fn strip_cached<K: kube::Resource>(o: &mut K) {
     o.meta_mut().managed_fields = None;
+}
+
+/// The keys a (re)list brings: objects deleted while a watch was down are found at the list's
+/// end, as those the index holds and the list did not bring.
+#[derive(Default)]
+struct Relist(Option<HashSet<Key>>);
+
+impl Relist {
+    /// A list begins.
+    fn start(&mut self) {
+        self.0 = Some(HashSet::new());
+    }
+
+    /// The list brought `k` (no-op outside a list).
+    fn saw(&mut self, k: &Key) {
+        if let Some(seen) = self.0.as_mut() {
+            seen.insert(k.clone());
+        }
+    }
+
+    /// The list ended: the keys of `present` it did not bring.
+    fn unseen(&mut self, present: impl Iterator<Item = Key>) -> Vec<Key> {
+        match self.0.take() {
+            Some(seen) => present.filter(|k| !seen.contains(k)).collect(),
+            None => Vec::new(),
+        }
+    }
 }
 
 /// Calls `f` on each object an event carries (applied, deleted or listed).

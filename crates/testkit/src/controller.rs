@@ -35,6 +35,14 @@ impl FleetController {
         http(&self.addr, "GET", path, &[], "")
     }
 
+    /// Waits (with a deadline) until `/readyz` answers 200: caches synced, controllers running.
+    pub fn wait_ready(&self, timeout: std::time::Duration) {
+        crate::eventually("controller ready", timeout, || match self.get("/readyz") {
+            (200, _) => Ok(()),
+            (code, body) => Err(format!("{code} {body}")),
+        });
+    }
+
     /// The value of one metric line (`name` or `name{labels}`), 0 when absent.
     pub fn metric(&self, name: &str) -> u64 {
         let (_, body) = self.get("/metrics");

@@ -73,15 +73,4 @@ pub fn rewrite(dir: &Path, from: &str, to: &str) {
 }
 
 /// Builds a `.tgz` from (path, content) pairs.
-pub fn tgz(files: &[(String, Vec<u8>)]) -> Vec<u8> {
-    let enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    let mut ar = tar::Builder::new(enc);
-    for (p, d) in files {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(d.len() as u64);
-        h.set_mode(0o644);
-        h.set_cksum();
-        ar.append_data(&mut h, p, &d[..]).unwrap();
-    }
-    ar.into_inner().unwrap().finish().unwrap()
-}
+pub use fleet_testkit::helmrepo::tgz;

@@ -103,10 +103,7 @@ fn gitops_pipeline() {
     let url = daemon.repo_url("app");
 
     let ctl = FleetController::start(fleet_bin!(), &srv.kubeconfig, &[]);
-    eventually("controller ready", T, || match ctl.get("/readyz") {
-        (200, _) => Ok(()),
-        (c, b) => Err(format!("{c} {b}")),
-    });
+    ctl.wait_ready(T);
     // Bootstrap: workspaces and the default group.
     eventually("bootstrap objects", T, || {
         get::<ClusterGroup>(&k, &["clustergroup", "default", "-n", "fleet-local"]).map(|_| ())
@@ -524,10 +521,7 @@ fn gitops_basic_auth() {
     let http = fleet_testkit::GitHttpServer::start(&repos, "fleet", "s3cret");
     let url = http.repo_url("app");
     let ctl = FleetController::start(fleet_bin!(), &srv.kubeconfig, &[]);
-    eventually("controller ready", T, || match ctl.get("/readyz") {
-        (200, _) => Ok(()),
-        (c, b) => Err(format!("{c} {b}")),
-    });
+    ctl.wait_ready(T);
     for (name, pw) in [("creds", "s3cret"), ("wrong", "nope")] {
         k.apply(&format!(
             "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: fleet-default\ntype: kubernetes.io/basic-auth\nstringData:\n  username: fleet\n  password: {pw}\n"

@@ -168,10 +168,7 @@ fn shards_handle_only_their_labelled_objects() {
     let default = FleetController::start(fleet_bin!(), &srv.kubeconfig, &[]);
     let blue = FleetController::start(fleet_bin!(), &srv.kubeconfig, &["--shard-id", "blue"]);
     for c in [&default, &blue] {
-        eventually("controller ready", T, || match c.get("/readyz") {
-            (200, _) => Ok(()),
-            (code, body) => Err(format!("{code} {body}")),
-        });
+        c.wait_ready(T);
     }
     // Each shard elects on its own Lease, so both lead.
     assert!(holder(&k, LEASE).is_some());

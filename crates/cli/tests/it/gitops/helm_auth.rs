@@ -75,10 +75,7 @@ fn helm_secrets_reach_chart_fetches() {
     let daemon = GitDaemon::start(&repos);
     let url = daemon.repo_url("app");
     let ctl = FleetController::start(fleet_bin!(), &srv.kubeconfig, &[]);
-    eventually("controller ready", T, || match ctl.get("/readyz") {
-        (200, _) => Ok(()),
-        (c, b) => Err(format!("{c} {b}")),
-    });
+    ctl.wait_ready(T);
 
     // helmSecretName with a wrong password: the build fails, naming the path.
     let secret = |password: &str| {

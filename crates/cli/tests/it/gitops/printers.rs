@@ -204,10 +204,7 @@ fn kubectl_get_shows_upstream_printer_columns() {
     let daemon = GitDaemon::start(&repos);
     let url = daemon.repo_url("app");
     let ctl = FleetController::start(fleet_bin!(), &srv.kubeconfig, &[]);
-    eventually("controller ready", T, || match ctl.get("/readyz") {
-        (200, _) => Ok(()),
-        (c, b) => Err(format!("{c} {b}")),
-    });
+    ctl.wait_ready(T);
     for name in ["c1", "c2"] {
         k.apply(&format!("apiVersion: fleet.cattle.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\n  namespace: fleet-default\n  labels:\n    env: dev\nspec: {{}}\n"));
     }

@@ -47,10 +47,7 @@ fn restrictions_and_namespace_mappings() {
     }
     let daemon = GitDaemon::start(&repos);
     let ctl = FleetController::start(fleet_bin!(), &srv.kubeconfig, &[]);
-    eventually("controller ready", T, || match ctl.get("/readyz") {
-        (200, _) => Ok(()),
-        (c, b) => Err(format!("{c} {b}")),
-    });
+    ctl.wait_ready(T);
 
     // GitRepoRestriction: repositories ending in /good only, service account `deployer`.
     k.apply(

@@ -185,10 +185,7 @@ fn webhooks_bring_commits_in_with_polling_at_one_hour() {
         &srv.kubeconfig,
         &["--default-polling-interval", "1h"],
     );
-    eventually("controller ready", T, || match ctl.get("/readyz") {
-        (200, _) => Ok(()),
-        (c, b) => Err(format!("{c} {b}")),
-    });
+    ctl.wait_ready(T);
     k.apply(
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: gitjob-webhook\n  namespace: cattle-fleet-system\nstringData:\n  github: gh-secret\n  gitlab: gl-token\n  gogs: gogs-secret\n  bitbucket: bb-uuid\n  bitbucket-server: bbs-secret\n  azure-username: az-user\n  azure-password: az-pass\n",
     );
