@@ -43,6 +43,10 @@ pub struct PollState {
     webhook: Option<(String, Instant)>,
     /// Why the namespace's GitRepoRestrictions refuse the GitRepo (`Accepted=False`).
     refused: Option<String>,
+    /// Fingerprint of the Helm credential Secrets, read at each poll, and the one the last build
+    /// used: a changed Secret rebuilds the Bundles (upstream reruns its job on a Secret change).
+    helm_secrets: u64,
+    built_helm_secrets: u64,
 }
 
 /// How long a webhook's commit is waited for (upstream: 30 s of 2 s requeues).
@@ -257,6 +261,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     let may_poll = !g.spec.disable_polling || st.commit.is_empty() || st.webhook.is_some();
     let mut creds = None;
     if due && may_poll {
+        st.helm_secrets = helm_secrets_fingerprint(&ctx, &g).await;
         match credentials(&ctx, &g).await {
             Ok(c) => {
                 creds = c;
@@ -309,7 +314,8 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     }
 
     let want = (st.commit.clone(), generation, g.spec.force_sync_generation);
-    if !st.commit.is_empty() && st.applied.as_ref() != Some(&want) && st.poll_error.is_none() {
+    let stale = st.applied.as_ref() != Some(&want) || st.built_helm_secrets != st.helm_secrets;
+    if !st.commit.is_empty() && stale && st.poll_error.is_none() {
         if creds.is_none() {
             creds = credentials(&ctx, &g).await.ok().flatten();
         }
@@ -323,6 +329,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
                 st.fetch_error = None;
                 st.build_errors = build_and_apply(&ctx, &g, &dir, &st.commit).await?;
                 st.applied = Some(want);
+                st.built_helm_secrets = st.helm_secrets;
             }
             Err(e) => {
                 st.fetch_error = Some(e.message.clone());
@@ -443,6 +450,32 @@ pub fn apply_options(
 /// Go's `strconv.ParseBool`, false when unparsable (as upstream treats these security flags).
 fn go_bool(v: Option<&[u8]>) -> bool {
     matches!(v, Some(b"1" | b"t" | b"T" | b"true" | b"TRUE" | b"True"))
+}
+
+/// A hash of the data of the GitRepo's Helm credential Secrets (0 when it names none; a missing
+/// or unreadable Secret hashes differently from any content).
+async fn helm_secrets_fingerprint(ctx: &Context, g: &GitRepo) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let names = [&g.spec.helm_secret_name_for_paths, &g.spec.helm_secret_name];
+    if names.iter().all(|n| n.is_empty()) {
+        return 0;
+    }
+    let ns = g.metadata.namespace.clone().unwrap_or_default();
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for name in names.into_iter().filter(|n| !n.is_empty()) {
+        name.hash(&mut h);
+        match secrets.get_opt(name).await {
+            Ok(Some(s)) => {
+                for (k, v) in s.data.unwrap_or_default() {
+                    (k, v.0).hash(&mut h);
+                }
+            }
+            Ok(None) => "absent".hash(&mut h),
+            Err(_) => "unreadable".hash(&mut h),
+        }
+    }
+    h.finish() | 1
 }
 
 /// Helm repository credentials for the build, as upstream's job hands them to `fleet apply`:

@@ -1,6 +1,6 @@
 //! Helm repository credentials in GitRepo builds: a chart behind basic auth is fetched with the
-//! GitRepo's `helmSecretName` (a wrong password is an error naming the path, and a forced
-//! resync after the Secret is fixed builds the Bundle) or with `helmSecretNameForPaths`
+//! GitRepo's `helmSecretName` (a wrong password is an error naming the path; once the Secret is
+//! fixed the next poll rebuilds, with no new commit) or with `helmSecretNameForPaths`
 //! (`secrets-path.yaml`, credentials per bundle path). As upstream, credentials go only to
 //! repositories matching `helmRepoURLRegex`.
 
@@ -39,9 +39,9 @@ fn bundle_resources(k: &Kubectl, name: &str) -> Result<Vec<String>, String> {
         .unwrap_or_default())
 }
 
-fn gitrepo_yaml(name: &str, url: &str, secret_field: &str, secret: &str, sync: u32) -> String {
+fn gitrepo_yaml(name: &str, url: &str, secret_field: &str, secret: &str) -> String {
     format!(
-        "apiVersion: fleet.cattle.io/v1alpha1\nkind: GitRepo\nmetadata:\n  name: {name}\n  namespace: fleet-default\nspec:\n  repo: {url}\n  branch: main\n  paths: [c]\n  {secret_field}: {secret}\n  helmRepoURLRegex: 'http://127\\.0\\.0\\.1:'\n  forceSyncGeneration: {sync}\n"
+        "apiVersion: fleet.cattle.io/v1alpha1\nkind: GitRepo\nmetadata:\n  name: {name}\n  namespace: fleet-default\nspec:\n  repo: {url}\n  branch: main\n  paths: [c]\n  {secret_field}: {secret}\n  helmRepoURLRegex: 'http://127\\.0\\.0\\.1:'\n  pollingInterval: 1s\n"
     )
 }
 
@@ -89,7 +89,6 @@ fn helm_secrets_reach_chart_fetches() {
         &url,
         "helmSecretName",
         "helm-creds",
-        0,
     ));
     eventually("the refused fetch is reported", T, || {
         match condition(&k, "charts", "Stalled")? {
@@ -103,15 +102,8 @@ fn helm_secrets_reach_chart_fetches() {
             .is_none()
     );
 
-    // The right password and a forced resync: the chart comes in.
+    // The right password: the next poll sees the Secret changed and the chart comes in.
     k.apply(&secret("s3cret"));
-    k.apply(&gitrepo_yaml(
-        "charts",
-        &url,
-        "helmSecretName",
-        "helm-creds",
-        1,
-    ));
     eventually("bundle charts-c holds the chart", T, || {
         let names = bundle_resources(&k, "charts-c")
             .map_err(|e| format!("{e}; Stalled {:?}", condition(&k, "charts", "Stalled")))?;
@@ -130,7 +122,6 @@ fn helm_secrets_reach_chart_fetches() {
         &url,
         "helmSecretNameForPaths",
         "helm-by-path",
-        0,
     ));
     eventually("bundle bypath-c holds the chart", T, || {
         let names = bundle_resources(&k, "bypath-c")?;
