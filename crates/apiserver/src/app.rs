@@ -30,6 +30,7 @@ impl ApiServer {
             gc_stop: std::sync::atomic::AtomicBool::new(false),
             authz: crate::security::policy::Policy::default(),
             sa,
+            crd_terminating: Default::default(),
         });
         let server = ApiServer { inner };
         server.bootstrap().await?;

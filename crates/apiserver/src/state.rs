@@ -80,6 +80,10 @@ pub(crate) struct Inner {
     pub(crate) authz: crate::security::policy::Policy,
     /// Service-account signing key and settings.
     pub(crate) sa: crate::security::service_accounts::ServiceAccounts,
+    /// Whether a CRD is being deleted, by its store key, as of the revision read: every create
+    /// of a custom resource asks, and a CRD's JSON (its schemas) is tens of KiB to parse.
+    pub(crate) crd_terminating:
+        std::sync::Mutex<HashMap<String, (crate::storage::store::Rev, bool)>>,
 }
 
 /// The embedded Kubernetes-compatible API server (cheap to clone).

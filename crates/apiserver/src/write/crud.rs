@@ -287,10 +287,20 @@ impl ApiServer {
             "/apiextensions.k8s.io/customresourcedefinitions//{}.{}",
             info.plural, info.group
         );
-        self.store()
-            .get(&key)
-            .and_then(|o| serde_json::from_slice::<Value>(&o.json).ok())
-            .is_some_and(|v| crate::storage::objects::meta_get(&v, "deletionTimestamp").is_some())
+        let Some(crd) = self.store().get(&key) else {
+            return false;
+        };
+        let memo = &self.inner.crd_terminating;
+        if let Some(&(rev, terminating)) = memo.lock().ok().as_ref().and_then(|m| m.get(&key))
+            && rev == crd.rev
+        {
+            return terminating;
+        }
+        let terminating = being_deleted(&crd).unwrap_or(false);
+        if let Ok(mut m) = memo.lock() {
+            m.insert(key, (crd.rev, terminating));
+        }
+        terminating
     }
 
     /// Read-modify-write of one object. `mutate` gets the current object and returns the desired

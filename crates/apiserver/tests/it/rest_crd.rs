@@ -303,3 +303,78 @@ async fn crds_are_served_again_after_restart() {
     api.delete("keep", &DeleteParams::default()).await.unwrap();
     srv.shutdown();
 }
+
+/// kube-apiserver refuses new objects of a CRD that is being deleted; the server remembers the
+/// answer per CRD revision (every create asks), so the refusal must follow the CRD's changes.
+#[tokio::test]
+async fn create_refused_while_crd_terminating() {
+    let srv = server().await;
+    let c = client(&srv);
+    let crds: Api<CustomResourceDefinition> = Api::all(c.clone());
+    let mut crd = Widget::crd();
+    crd.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    let api: Api<Widget> = Api::namespaced(c.clone(), "default");
+    let widget = |name: &str| {
+        Widget::new(
+            name,
+            WidgetSpec {
+                size: 1,
+                color: None,
+            },
+        )
+    };
+    api.create(&PostParams::default(), &widget("before"))
+        .await
+        .expect("created while the CRD is live");
+
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleting = crds.get("widgets.example.com").await.unwrap();
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+    let err = api
+        .create(&PostParams::default(), &widget("during"))
+        .await
+        .expect_err("refused while terminating");
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 405, "{s:?}");
+            assert!(
+                s.message
+                    .contains("create not allowed while custom resource definition is terminating"),
+                "{}",
+                s.message
+            );
+        }
+        e => panic!("{e:?}"),
+    }
+
+    // Released: the CRD goes, and a new one of the same name serves creates again.
+    crds.patch(
+        "widgets.example.com",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    let gone = eventually(|| {
+        let crds = crds.clone();
+        async move { crds.get_opt("widgets.example.com").await.unwrap().is_none() }
+    })
+    .await;
+    assert!(gone, "CRD removed once its finalizer is dropped");
+    crds.create(&PostParams::default(), &Widget::crd())
+        .await
+        .unwrap();
+    let created = eventually(|| {
+        let api = api.clone();
+        async move {
+            api.create(&PostParams::default(), &widget("after"))
+                .await
+                .is_ok()
+        }
+    })
+    .await;
+    assert!(created, "a re-created CRD serves creates");
+}
