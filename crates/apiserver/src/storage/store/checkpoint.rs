@@ -117,7 +117,7 @@ mod tests {
         let path = dir.path().join("db.sqlite");
         let wal = dir.path().join("db.sqlite-wal");
         let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-        let mut conn = db::open_writer(Some(&path), StoreSync::Full).expect("writer");
+        let mut conn = db::open_writer(&path, StoreSync::Full).expect("writer");
         let cp = Checkpointer::spawn(&path, StoreSync::Full).expect("checkpointer");
         write(&mut conn, 1..3_000);
         let wal_len = len(&wal);

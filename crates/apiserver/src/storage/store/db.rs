@@ -41,12 +41,8 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta (k, v) VALUES ('compact_rev', 0);
 ";
 
-/// What SQLite reports for `PRAGMA synchronous` on `conn` (`None` for an in-memory database,
-/// which has no file to sync).
-pub(crate) fn synchronous(conn: &Connection, file: bool) -> Result<Option<StoreSync>, StoreError> {
-    if !file {
-        return Ok(None);
-    }
+/// What SQLite reports for `PRAGMA synchronous` on the writer's connection.
+pub(crate) fn synchronous(conn: &Connection) -> Result<Option<StoreSync>, StoreError> {
     let level: i64 = conn
         .query_row("PRAGMA synchronous", [], |r| r.get(0))
         .map_err(|e| sql_err("reading synchronous", e))?;
@@ -60,35 +56,28 @@ pub(crate) fn synchronous(conn: &Connection, file: bool) -> Result<Option<StoreS
     }
 }
 
-/// Opens the writer connection (file or memory) and creates the schema.
-pub(crate) fn open_writer(path: Option<&Path>, sync: StoreSync) -> Result<Connection, StoreError> {
-    let conn = match path {
-        Some(p) => {
-            if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| {
-                    StoreError::Internal(format!("creating directory {}: {e}", dir.display()))
-                })?;
-            }
-            Connection::open(p).map_err(|e| sql_err(&format!("opening {}", p.display()), e))?
-        }
-        None => Connection::open_in_memory().map_err(|e| sql_err("opening memory db", e))?,
-    };
-    if path.is_some() {
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(|e| sql_err("enabling WAL", e))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::Internal(format!(
-                "sqlite refused WAL mode (got {mode})"
-            )));
-        }
-        // Checkpoints run on their own thread (see `checkpoint`), not inside the writer's commits.
-        conn.execute_batch(&format!(
-            "PRAGMA synchronous={}; PRAGMA wal_autocheckpoint=0;",
-            sync.pragma()
-        ))
-        .map_err(|e| sql_err("setting synchronous", e))?;
+/// Opens the writer connection to the database file, in WAL mode, and creates the schema.
+pub(crate) fn open_writer(p: &Path, sync: StoreSync) -> Result<Connection, StoreError> {
+    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            StoreError::Internal(format!("creating directory {}: {e}", dir.display()))
+        })?;
     }
+    let conn = Connection::open(p).map_err(|e| sql_err(&format!("opening {}", p.display()), e))?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .map_err(|e| sql_err("enabling WAL", e))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Internal(format!(
+            "sqlite refused WAL mode (got {mode})"
+        )));
+    }
+    // Checkpoints run on their own thread (see `checkpoint`), not inside the writer's commits.
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous={}; PRAGMA wal_autocheckpoint=0;",
+        sync.pragma()
+    ))
+    .map_err(|e| sql_err("setting synchronous", e))?;
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .map_err(|e| sql_err("setting busy timeout", e))?;
     conn.execute_batch(SCHEMA)

@@ -257,9 +257,24 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (or creates) the store; spawns the single writer thread. path None = in-memory.
     pub fn open(cfg: StoreConfig) -> Result<Store, StoreError> {
-        let conn = db::open_writer(cfg.path.as_deref(), cfg.sync)?;
-        let sync = db::synchronous(&conn, cfg.path.is_some())?;
-        let loaded = db::load(&conn)?;
+        // An in-memory store has no log: nothing reads past revisions back from SQLite without
+        // a file (lists at past revisions come from in-memory snapshots), so it would only be
+        // written, at a cost on every write and memory growing for the retention window.
+        let conn = match &cfg.path {
+            Some(p) => Some(db::open_writer(p, cfg.sync)?),
+            None => None,
+        };
+        let (sync, loaded) = match &conn {
+            Some(c) => (db::synchronous(c)?, db::load(c)?),
+            None => (
+                None,
+                db::Loaded {
+                    items: Vec::new(),
+                    rev: 0,
+                    compact_rev: 0,
+                },
+            ),
+        };
         let reader = match &cfg.path {
             Some(p) => Some(Mutex::new(db::open_reader(p)?)),
             None => None,
@@ -270,12 +285,13 @@ impl Store {
         }
         // The watch history survives a restart (what the log still holds of it), so watchers
         // resume where they were.
-        let history: VecDeque<Event> = if cfg.history > 0 && cfg.path.is_some() {
-            let window = Rev::try_from(cfg.history).unwrap_or(Rev::MAX);
-            let after = loaded.rev.saturating_sub(window).max(loaded.compact_rev);
-            db::load_history(&conn, after)?.into()
-        } else {
-            VecDeque::new()
+        let history: VecDeque<Event> = match &conn {
+            Some(c) if cfg.history > 0 => {
+                let window = Rev::try_from(cfg.history).unwrap_or(Rev::MAX);
+                let after = loaded.rev.saturating_sub(window).max(loaded.compact_rev);
+                db::load_history(c, after)?.into()
+            }
+            _ => VecDeque::new(),
         };
         let shared = Arc::new(Shared {
             state: RwLock::new(State {

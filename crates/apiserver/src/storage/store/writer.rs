@@ -47,7 +47,8 @@ pub(crate) enum Msg {
 }
 
 pub(crate) struct Writer {
-    conn: Connection,
+    /// The SQLite log (file stores); an in-memory store keeps no log.
+    conn: Option<Connection>,
     shared: Arc<Shared>,
     /// Highest committed revision (the writer is the only one that advances it).
     rev: Rev,
@@ -73,7 +74,7 @@ struct Staged {
 
 impl Writer {
     pub(crate) fn new(
-        conn: Connection,
+        conn: Option<Connection>,
         shared: Arc<Shared>,
         rev: Rev,
         checkpointer: Option<Checkpointer>,
@@ -186,8 +187,10 @@ impl Writer {
             return;
         }
         self.since_kick = 0;
-        if cp.wal_too_long() {
-            match db::checkpoint(&self.conn) {
+        if cp.wal_too_long()
+            && let Some(conn) = &self.conn
+        {
+            match db::checkpoint(conn) {
                 Ok(log) => cp.record(log),
                 Err(e) => tracing::warn!("WAL checkpoint failed: {e}"),
             }
@@ -213,7 +216,10 @@ impl Writer {
             let mut st = self.shared.state.write();
             st.compact_rev = st.compact_rev.max(to);
         }
-        let n = db::compact_range(&mut self.conn, from, to)?;
+        let n = match self.conn.as_mut() {
+            Some(conn) => db::compact_range(conn, from, to)?,
+            None => 0,
+        };
         self.db_compact = to;
         tracing::debug!(from, to, deleted = n, "store compacted");
         Ok(())
@@ -298,10 +304,13 @@ impl Writer {
         staged: &mut Vec<Staged>,
         events: &mut Vec<Event>,
     ) -> Result<(), StoreError> {
-        let tx = self
-            .conn
-            .transaction()
-            .map_err(|e| db::sql_err("beginning transaction", e))?;
+        let tx = match self.conn.as_mut() {
+            Some(conn) => Some(
+                conn.transaction()
+                    .map_err(|e| db::sql_err("beginning transaction", e))?,
+            ),
+            None => None,
+        };
         let st = self.shared.state.read();
         // Latest value of keys written earlier in this batch (None: deleted).
         let mut pending: HashMap<Arc<str>, Option<Obj>> = HashMap::new();
@@ -333,15 +342,18 @@ impl Writer {
                     continue;
                 }
             };
-            let row = db::Row {
-                id: rev,
-                name: &key_arc,
-                created: matches!(kind, EventKind::Added),
-                deleted: matches!(kind, EventKind::Deleted),
-                prev_revision: prev.as_ref().map_or(0, |p| p.rev),
-                value: &obj.json,
-            };
-            if let Err(e) = db::insert(&tx, &row) {
+            let logged = tx.as_ref().map_or(Ok(()), |tx| {
+                let row = db::Row {
+                    id: rev,
+                    name: &key_arc,
+                    created: matches!(kind, EventKind::Added),
+                    deleted: matches!(kind, EventKind::Deleted),
+                    prev_revision: prev.as_ref().map_or(0, |p| p.rev),
+                    value: &obj.json,
+                };
+                db::insert(tx, &row)
+            });
+            if let Err(e) = logged {
                 staged.push(Staged {
                     reply,
                     result: Err(e.clone_msg()),
@@ -367,7 +379,9 @@ impl Writer {
             });
         }
         drop(st);
-        tx.commit().map_err(|e| db::sql_err("committing", e))?;
+        if let Some(tx) = tx {
+            tx.commit().map_err(|e| db::sql_err("committing", e))?;
+        }
         Ok(())
     }
 }
