@@ -6,7 +6,7 @@
 //! Every write is a difference against the reflector cache: an identical BD is not written, an
 //! unchanged status is not written.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,13 +14,14 @@ use fleet_api::keys::*;
 use fleet_api::{Bundle, BundleDeployment, BundleStatus, BundleSummary, Cluster, PartitionStatus};
 use fleet_targeting::Stats;
 use fleet_targeting::rollout::{DeploymentIds, RolloutTarget};
-use futures::StreamExt;
+use fleet_targeting::status::{message_of, state_of};
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 
+use crate::bds::{CachedBd, Facts, SpecHash, values_fingerprint};
 use crate::context::{Context, QueueConfig, run_queue};
 use crate::{conditions, secs};
 
@@ -64,6 +65,12 @@ pub async fn controller(ctx: Arc<Context>) {
     .await;
 }
 
+fn keys(k: Vec<crate::bds::BdKey>) -> Vec<(String, String)> {
+    k.into_iter()
+        .map(|(ns, n)| (ns.to_string(), n.to_string()))
+        .collect()
+}
+
 fn ns_name(b: &Bundle) -> (String, String) {
     (
         b.metadata.namespace.clone().unwrap_or_default(),
@@ -74,7 +81,7 @@ fn ns_name(b: &Bundle) -> (String, String) {
 /// What targeting and rollout decided for one bundle (computed under the Fleet read lock).
 struct Plan {
     targets: Vec<fleet_targeting::Target>,
-    existing: Vec<Option<Arc<BundleDeployment>>>,
+    existing: Vec<Option<Arc<CachedBd>>>,
     rts: Vec<RolloutTarget>,
     rs: fleet_targeting::rollout::RolloutStatus,
     partitions: Vec<fleet_targeting::rollout::PartitionPlan>,
@@ -94,13 +101,9 @@ fn plan(ctx: &Context, b: &Bundle, mid: &str) -> Result<Plan, String> {
     let name = b.metadata.name.clone().unwrap_or_default();
     let targets = fleet_targeting::targets(b, &fleet, mid, &mut Stats::default())
         .map_err(|e| e.to_string())?;
-    let existing: Vec<Option<Arc<BundleDeployment>>> = targets
+    let existing: Vec<Option<Arc<CachedBd>>> = targets
         .iter()
-        .map(|t| {
-            ctx.stores
-                .bds
-                .get(&ObjectRef::new(&name).within(&bd_namespace(&t.cluster)))
-        })
+        .map(|t| ctx.stores.bds.get(&bd_namespace(&t.cluster), &name))
         .collect();
     let views: Vec<_> = targets
         .iter()
@@ -123,10 +126,10 @@ fn plan(ctx: &Context, b: &Bundle, mid: &str) -> Result<Plan, String> {
             deployment: ex.as_ref().map(|bd| {
                 let st = bd.status.as_ref();
                 DeploymentIds {
-                    deployment_id: bd.spec.deployment_id.clone(),
-                    staged_id: bd.spec.staged_deployment_id.clone(),
+                    deployment_id: bd.deployment_id.to_string(),
+                    staged_id: bd.staged_deployment_id.to_string(),
                     applied_id: st
-                        .map(|s| s.applied_deployment_id.clone())
+                        .map(|s| s.applied_deployment_id.to_string())
                         .unwrap_or_default(),
                     ready: st.is_some_and(|s| s.ready),
                 }
@@ -172,7 +175,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         if !has_finalizer {
             return Ok(Action::await_change());
         }
-        let left = ctx.index.of_bundle(&ns, &name);
+        let left = keys(ctx.stores.bds.of_bundle(&ns, &name));
         if !left.is_empty() {
             delete_bds(&ctx, left).await?;
             return Ok(Action::requeue(secs(2)));
@@ -238,7 +241,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
 
     // Desired BDs, written where they differ from the cache.
     let mut desired_keys: HashSet<(String, String)> = HashSet::new();
-    let mut shown: Vec<Option<BundleDeployment>> = Vec::with_capacity(targets.len());
+    let mut shown: Vec<Option<Shown>> = Vec::with_capacity(targets.len());
     let mut writes = Vec::new();
     for ((t, rt), ex) in targets.iter().zip(&rts).zip(&existing) {
         let cluster = &t.cluster;
@@ -247,30 +250,38 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
             continue;
         };
         let mut want = fleet_targeting::bundle_deployment(&b, cluster, t, &mid);
-        if d.deployment_id != t.deployment_id {
-            // Not promoted by rollout: keep what the cluster currently deploys.
+        let promoted = d.deployment_id == t.deployment_id;
+        let mut unsplit = None;
+        if !promoted {
+            // Not promoted by rollout: keep what the cluster currently deploys. The cache holds
+            // a hash of its options, not them: they are read back only if this BD is written.
             want.spec.deployment_id = d.deployment_id.clone();
-            want.spec.options = ex
-                .as_ref()
-                .map(|e| e.spec.options.clone())
-                .unwrap_or_default();
+            want.spec.options = Default::default();
+            unsplit = ex.is_some().then(|| want.clone());
         }
         let secret = split_values(&mut want);
+        let hash = SpecHash::of(&mut want.spec, &want.metadata.labels);
         let key = (
             want.metadata.namespace.clone().unwrap_or_default(),
             name.clone(),
         );
         desired_keys.insert(key);
-        let mut view = want.clone();
-        if let Some(e) = ex {
-            view.status = e.status.clone();
+        shown.push(Some(Shown {
+            deployment_id: want.spec.deployment_id.clone(),
+            staged_deployment_id: want.spec.staged_deployment_id.clone(),
+            existing: ex.clone(),
+        }));
+        let same = ex.as_ref().is_some_and(|e| {
+            e.spec_hash.rest == hash.rest
+                && *e.deployment_id == *want.spec.deployment_id
+                && (!promoted || e.spec_hash.options == hash.options)
+        });
+        if same {
+            continue;
         }
-        shown.push(Some(view));
-        let same = ex
-            .as_ref()
-            .is_some_and(|e| e.spec == want.spec && e.metadata.labels == want.metadata.labels);
-        if !same {
-            writes.push(write_bd(ctx.clone(), want, ex.clone(), secret));
+        match (unsplit, ex) {
+            (Some(u), Some(e)) => writes.push(write_unpromoted(ctx.clone(), u, e.clone()).boxed()),
+            _ => writes.push(write_bd(ctx.clone(), want, ex.clone(), secret).boxed()),
         }
     }
     let results: Vec<Result<(), ReconcileError>> = futures::stream::iter(writes)
@@ -283,9 +294,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
     }
 
     // Orphans: BDs of this bundle for clusters it no longer targets.
-    let orphans: Vec<(String, String)> = ctx
-        .index
-        .of_bundle(&ns, &name)
+    let orphans: Vec<(String, String)> = keys(ctx.stores.bds.of_bundle(&ns, &name))
         .into_iter()
         .filter(|k| !desired_keys.contains(k))
         .collect();
@@ -308,15 +317,15 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         summary.desired_ready += 1;
         match bd {
             Some(bd) => {
-                let empty = fleet_api::BundleDeploymentStatus::default();
-                let st = bd.status.as_ref().unwrap_or(&empty);
+                let f = bd.facts();
+                let st = f.status;
                 fleet_targeting::status::increment(
                     &mut summary,
                     &cname,
-                    fleet_targeting::status::deployment_state(bd),
-                    &fleet_targeting::status::deployment_message(bd),
-                    &st.modified_status,
-                    &st.non_ready_status,
+                    state_of(&f),
+                    &message_of(&f),
+                    st.map_or(&[], |s| &s.modified_status),
+                    st.map_or(&[], |s| &s.non_ready_status),
                 );
             }
             None => fleet_targeting::status::increment(
@@ -365,11 +374,29 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
 
 fn bundle_partition_entry(
     _t: &fleet_targeting::Target,
-    bd: &Option<BundleDeployment>,
+    bd: &Option<Shown>,
 ) -> fleet_api::state::BundleState {
     match bd {
-        Some(bd) => fleet_targeting::status::deployment_state(bd),
+        Some(bd) => state_of(&bd.facts()),
         None => fleet_api::state::BundleState::Pending,
+    }
+}
+
+/// A target's BD as the status shows it: the IDs this pass wants with the status the agent
+/// last reported.
+struct Shown {
+    deployment_id: String,
+    staged_deployment_id: String,
+    existing: Option<Arc<CachedBd>>,
+}
+
+impl Shown {
+    fn facts(&self) -> Facts<'_> {
+        Facts {
+            deployment_id: &self.deployment_id,
+            staged_deployment_id: &self.staged_deployment_id,
+            status: self.existing.as_ref().and_then(|e| e.status.as_deref()),
+        }
     }
 }
 
@@ -493,18 +520,46 @@ pub(crate) async fn apply_values_secret(
         .await
 }
 
-/// Creates or updates one BD (its options Secret first, when its values changed).
+/// Updates a BD that rollout does not promote: it keeps the options the cluster deploys now,
+/// which the cache does not hold, so they are read back first.
+async fn write_unpromoted(
+    ctx: Arc<Context>,
+    mut want: BundleDeployment,
+    existing: Arc<CachedBd>,
+) -> Result<(), ReconcileError> {
+    let ns = want.metadata.namespace.clone().unwrap_or_default();
+    let name = want.metadata.name.clone().unwrap_or_default();
+    let api: Api<BundleDeployment> = Api::namespaced(ctx.client.clone(), &ns);
+    let cur = api
+        .get(&name)
+        .await
+        .map_err(kerr(format!("reading bundledeployment {ns}/{name}")))?;
+    if cur.metadata.resource_version.as_deref() != Some(&*existing.resource_version) {
+        // Changed since cached: the watch event brings it and a new pass.
+        return Err(ReconcileError::Other(format!(
+            "bundledeployment {ns}/{name} changed meanwhile"
+        )));
+    }
+    want.spec.options = cur.spec.options;
+    let secret = split_values(&mut want);
+    write_bd(ctx, want, Some(existing), secret).await
+}
+
+/// Creates or updates one BD (its options Secret first, when its values changed). An update is
+/// a JSON patch of the spec and labels conditioned on the cached resourceVersion: the object's
+/// other metadata (annotations, finalizers, owner references) stays as it is.
 async fn write_bd(
     ctx: Arc<Context>,
     want: BundleDeployment,
-    existing: Option<Arc<BundleDeployment>>,
+    existing: Option<Arc<CachedBd>>,
     secret: Option<BTreeMap<String, Vec<u8>>>,
 ) -> Result<(), ReconcileError> {
     let ns = want.metadata.namespace.clone().unwrap_or_default();
     let name = want.metadata.name.clone().unwrap_or_default();
     let api: Api<BundleDeployment> = Api::namespaced(ctx.client.clone(), &ns);
     if let Some(data) = secret
-        && existing.as_ref().map(|e| &e.spec.values_hash) != Some(&want.spec.values_hash)
+        && existing.as_ref().map(|e| e.values_hash)
+            != Some(values_fingerprint(&want.spec.values_hash))
     {
         apply_values_secret(
             &ctx,
@@ -520,11 +575,14 @@ async fn write_bd(
     ctx.metrics.write();
     match existing {
         Some(e) => {
-            let mut obj = (*e).clone();
-            obj.spec = want.spec;
-            obj.metadata.labels = want.metadata.labels;
-            obj.status = None;
-            api.replace(&name, &PostParams::default(), &obj)
+            let ops = json!([
+                {"op": "add", "path": "/metadata/resourceVersion", "value": &*e.resource_version},
+                {"op": "add", "path": "/metadata/labels", "value": want.metadata.labels},
+                {"op": "add", "path": "/spec", "value": want.spec},
+            ]);
+            let patch: json_patch::Patch =
+                serde_json::from_value(ops).map_err(|e| ReconcileError::Other(e.to_string()))?;
+            api.patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
                 .await
                 .map_err(kerr(format!("updating bundledeployment {ns}/{name}")))?;
         }
@@ -544,11 +602,8 @@ async fn delete_bds(ctx: &Arc<Context>, keys: Vec<(String, String)>) -> Result<(
         let ctx = ctx.clone();
         async move {
             let api: Api<BundleDeployment> = Api::namespaced(ctx.client.clone(), &ns);
-            let cached = ctx.stores.bds.get(&ObjectRef::new(&name).within(&ns));
-            if cached
-                .as_ref()
-                .is_some_and(|c| c.metadata.deletion_timestamp.is_some())
-            {
+            let cached = ctx.stores.bds.get(&ns, &name);
+            if cached.as_ref().is_some_and(|c| c.deleting) {
                 return Ok(());
             }
             ctx.metrics.write();
@@ -557,7 +612,7 @@ async fn delete_bds(ctx: &Arc<Context>, keys: Vec<(String, String)>) -> Result<(
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
                 Err(e) => return Err(kerr(format!("deleting bundledeployment {ns}/{name}"))(e)),
             }
-            if cached.is_some_and(|c| !c.spec.values_hash.is_empty()) {
+            if cached.is_some_and(|c| c.values_hash != 0) {
                 let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
                 ctx.metrics.write();
                 let _ = secrets.delete(&name, &DeleteParams::default()).await;
@@ -642,26 +697,19 @@ pub async fn content_gc(ctx: Arc<Context>) {
                 tokio::time::sleep(Duration::from_millis(300)).await;
             }
         }
-        let mut used: BTreeSet<String> = ctx
-            .stores
-            .bds
-            .state()
-            .iter()
-            .filter_map(|bd| {
-                bd.metadata
-                    .labels
-                    .as_ref()?
-                    .get(CONTENT_NAME_LABEL)
-                    .cloned()
-            })
-            .collect();
+        let mut used: HashSet<Arc<str>> = ctx.stores.bds.contents();
         for b in ctx.stores.bundles.state() {
-            used.insert(fleet_targeting::manifest_id(&b));
+            used.insert(fleet_targeting::manifest_id(&b).into());
         }
         let unused: Vec<String> = ctx
             .contents
             .lock()
-            .map(|s| s.iter().filter(|c| !used.contains(*c)).cloned().collect())
+            .map(|s| {
+                s.iter()
+                    .filter(|c| !used.contains(c.as_str()))
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default();
         for c in unused {
             ctx.metrics.write();
