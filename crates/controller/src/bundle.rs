@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_api::keys::*;
-use fleet_api::{Bundle, BundleDeployment, BundleStatus, BundleSummary, Cluster, PartitionStatus};
+use fleet_api::{Bundle, BundleDeployment, BundleStatus, BundleSummary, PartitionStatus};
 use fleet_targeting::Stats;
 use fleet_targeting::rollout::{DeploymentIds, RolloutTarget};
 use fleet_targeting::status::{message_of, state_of};
@@ -87,13 +87,6 @@ struct Plan {
     partitions: Vec<fleet_targeting::rollout::PartitionPlan>,
 }
 
-fn bd_namespace(c: &Cluster) -> String {
-    c.status
-        .as_ref()
-        .map(|s| s.namespace.clone())
-        .unwrap_or_default()
-}
-
 /// Targets of `b` from the shared incremental [`Fleet`], existing BDs from the cache, and the
 /// rollout pass over them.
 fn plan(ctx: &Context, b: &Bundle, mid: &str) -> Result<Plan, String> {
@@ -103,7 +96,10 @@ fn plan(ctx: &Context, b: &Bundle, mid: &str) -> Result<Plan, String> {
         .map_err(|e| e.to_string())?;
     let existing: Vec<Option<Arc<CachedBd>>> = targets
         .iter()
-        .map(|t| ctx.stores.bds.get(&bd_namespace(&t.cluster), &name))
+        .map(|t| {
+            let ns = fleet_targeting::bundle_deployment_namespace(&t.cluster);
+            ctx.stores.bds.get(&ns, &name)
+        })
         .collect();
     let views: Vec<_> = targets
         .iter()
@@ -239,55 +235,61 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         ensure_content(&ctx, &b, &mid).await?;
     }
 
-    // Desired BDs, written where they differ from the cache.
+    // Desired BDs, written where they differ from the cache. Each is built only when the
+    // writes reach it: a bundle's thousand desired objects are not all alive at once.
     let mut desired_keys: HashSet<(String, String)> = HashSet::new();
     let mut shown: Vec<Option<Shown>> = Vec::with_capacity(targets.len());
-    let mut writes = Vec::new();
-    for ((t, rt), ex) in targets.iter().zip(&rts).zip(&existing) {
-        let cluster = &t.cluster;
+    let mut jobs = Vec::new();
+    for (i, (t, rt)) in targets.iter().zip(&rts).enumerate() {
         let Some(d) = &rt.deployment else {
             shown.push(None);
             continue;
         };
-        let mut want = fleet_targeting::bundle_deployment(&b, cluster, t, &mid);
         let promoted = d.deployment_id == t.deployment_id;
+        desired_keys.insert((
+            fleet_targeting::bundle_deployment_namespace(&t.cluster),
+            name.clone(),
+        ));
+        shown.push(Some(Shown {
+            deployment_id: d.deployment_id.clone(),
+            staged_deployment_id: t.deployment_id.clone(),
+            existing: existing[i].clone(),
+        }));
+        jobs.push((i, promoted));
+    }
+    let build = |(i, promoted): (usize, bool)| {
+        let (t, ex) = (&targets[i], &existing[i]);
+        let mut want = fleet_targeting::bundle_deployment(&b, &t.cluster, t, &mid);
         let mut unsplit = None;
         if !promoted {
             // Not promoted by rollout: keep what the cluster currently deploys. The cache holds
             // a hash of its options, not them: they are read back only if this BD is written.
-            want.spec.deployment_id = d.deployment_id.clone();
+            if let Some(d) = &rts[i].deployment {
+                want.spec.deployment_id = d.deployment_id.clone();
+            }
             want.spec.options = Default::default();
             unsplit = ex.is_some().then(|| want.clone());
         }
         let secret = split_values(&mut want);
         let hash = SpecHash::of(&mut want.spec, &want.metadata.labels);
-        let key = (
-            want.metadata.namespace.clone().unwrap_or_default(),
-            name.clone(),
-        );
-        desired_keys.insert(key);
-        shown.push(Some(Shown {
-            deployment_id: want.spec.deployment_id.clone(),
-            staged_deployment_id: want.spec.staged_deployment_id.clone(),
-            existing: ex.clone(),
-        }));
         let same = ex.as_ref().is_some_and(|e| {
             e.spec_hash.rest == hash.rest
                 && *e.deployment_id == *want.spec.deployment_id
                 && (!promoted || e.spec_hash.options == hash.options)
         });
         if same {
-            continue;
+            return None;
         }
-        match (unsplit, ex) {
-            (Some(u), Some(e)) => writes.push(write_unpromoted(ctx.clone(), u, e.clone()).boxed()),
-            _ => writes.push(write_bd(ctx.clone(), want, ex.clone(), secret).boxed()),
-        }
-    }
-    let results: Vec<Result<(), ReconcileError>> = futures::stream::iter(writes)
-        .buffer_unordered(ctx.opts.write_concurrency.max(1))
-        .collect()
-        .await;
+        Some(match (unsplit, ex) {
+            (Some(u), Some(e)) => write_unpromoted(ctx.clone(), u, e.clone()).boxed(),
+            _ => write_bd(ctx.clone(), want, ex.clone(), secret).boxed(),
+        })
+    };
+    let results: Vec<Result<(), ReconcileError>> =
+        futures::stream::iter(jobs.into_iter().filter_map(build))
+            .buffer_unordered(ctx.opts.write_concurrency.max(1))
+            .collect()
+            .await;
     let wrote = !results.is_empty();
     for r in results {
         r?;
