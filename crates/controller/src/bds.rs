@@ -520,9 +520,11 @@ mod tests {
     #[test]
     fn indexes_routes_and_relists() {
         let c = BdCache::default();
-        let mut routed = Vec::new();
+        let routed = std::cell::RefCell::new(Vec::new());
         let mut r = |b: &CachedBd, to_bundle: bool| {
-            routed.push((b.resource_version.to_string(), to_bundle))
+            routed
+                .borrow_mut()
+                .push((b.resource_version.to_string(), to_bundle))
         };
         c.apply(watcher::Event::Init, &mut r);
         c.apply(
@@ -545,7 +547,10 @@ mod tests {
             watcher::Event::Apply(bd("ns1", "a", "a", "4", json!({"ready": true}))),
             &mut r,
         );
-        assert_eq!(routed[2..], [("3".into(), true), ("4".into(), false)]);
+        assert_eq!(
+            routed.borrow()[2..],
+            [("3".into(), true), ("4".into(), false)]
+        );
         let got = c.get("ns1", "a").unwrap();
         assert!(got.status.as_ref().unwrap().ready);
         assert_eq!(&*got.resource_version, "4");

@@ -281,7 +281,7 @@ impl Context {
                     && c.metadata.deletion_timestamp.is_none()
                     && c.status.as_ref().is_some_and(|s| !s.namespace.is_empty());
                 let mut groups = if usable {
-                    fl.upsert_cluster(c.clone())
+                    fl.upsert_cluster(targeting_copy(c))
                 } else {
                     fl.remove_cluster(&key.namespace, &key.name)
                 };
@@ -531,6 +531,19 @@ impl Context {
     /// Seconds since start.
     pub fn uptime(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
+    }
+}
+
+/// What targeting reads of a Cluster (metadata, spec, the namespace in its status): the
+/// [`Fleet`] holds a copy of each, and the status summaries are most of a Cluster's bytes.
+fn targeting_copy(c: &Cluster) -> Cluster {
+    Cluster {
+        metadata: c.metadata.clone(),
+        spec: c.spec.clone(),
+        status: c.status.as_ref().map(|s| fleet_api::ClusterStatus {
+            namespace: s.namespace.clone(),
+            ..Default::default()
+        }),
     }
 }
 
