@@ -118,6 +118,28 @@ pub struct BdStatus {
     pub resource_counts: ResourceCounts,
 }
 
+/// The labels a bundle's BundleDeployments share (one copy per bundle and Content).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct BundleLabels {
+    /// Label `fleet.cattle.io/bundle-name`.
+    pub bundle: Option<Str>,
+    /// Label `fleet.cattle.io/bundle-namespace`.
+    pub bundle_namespace: Option<Str>,
+    /// Label `fleet.cattle.io/repo-name`.
+    pub repo: Option<Str>,
+    /// Label `fleet.cattle.io/bundle-content-name` (the Content it deploys).
+    pub content: Option<Str>,
+}
+
+/// The labels a cluster's BundleDeployments share (one copy per cluster).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct ClusterLabels {
+    /// Label `fleet.cattle.io/cluster`.
+    pub cluster: Option<Str>,
+    /// Label `fleet.cattle.io/cluster-namespace`.
+    pub cluster_namespace: Option<Str>,
+}
+
 /// What the reconcilers know of one BundleDeployment.
 #[derive(Debug)]
 pub struct CachedBd {
@@ -126,18 +148,10 @@ pub struct CachedBd {
     /// `metadata.deletionTimestamp` is set.
     pub deleting: bool,
     epoch: u32,
-    /// Label `fleet.cattle.io/bundle-name`.
-    pub bundle: Option<Str>,
-    /// Label `fleet.cattle.io/bundle-namespace`.
-    pub bundle_namespace: Option<Str>,
-    /// Label `fleet.cattle.io/cluster`.
-    pub cluster: Option<Str>,
-    /// Label `fleet.cattle.io/cluster-namespace`.
-    pub cluster_namespace: Option<Str>,
-    /// Label `fleet.cattle.io/repo-name`.
-    pub repo: Option<Str>,
-    /// Label `fleet.cattle.io/bundle-content-name` (the Content it deploys).
-    pub content: Option<Str>,
+    /// Its bundle's labels.
+    pub owner: Arc<BundleLabels>,
+    /// Its cluster's labels.
+    pub target: Arc<ClusterLabels>,
     /// `spec.deploymentID`.
     pub deployment_id: Str,
     /// `spec.stagedDeploymentID`.
@@ -202,13 +216,13 @@ impl DeploymentFacts for Facts<'_> {
     }
 }
 
-/// Interned strings; those no cached object holds any more are swept when the table doubles.
-struct Interner {
-    set: HashSet<Str>,
+/// Interned values; those no cached object holds any more are swept when the table doubles.
+struct Interner<T: ?Sized> {
+    set: HashSet<Arc<T>>,
     sweep_at: usize,
 }
 
-impl Default for Interner {
+impl<T: ?Sized> Default for Interner<T> {
     fn default() -> Self {
         Interner {
             set: HashSet::new(),
@@ -217,9 +231,13 @@ impl Default for Interner {
     }
 }
 
-impl Interner {
-    fn get(&mut self, s: &str) -> Str {
-        if let Some(a) = self.set.get(s) {
+impl<T: ?Sized + Eq + Hash> Interner<T> {
+    fn get<Q>(&mut self, v: &Q) -> Arc<T>
+    where
+        Arc<T>: std::borrow::Borrow<Q> + for<'a> From<&'a Q>,
+        Q: ?Sized + Eq + Hash,
+    {
+        if let Some(a) = self.set.get(v) {
             return a.clone();
         }
         if self.set.len() >= self.sweep_at {
@@ -227,7 +245,24 @@ impl Interner {
             self.set.shrink_to_fit();
             self.sweep_at = (self.set.len() * 2).max(1024);
         }
-        let a: Str = Arc::from(s);
+        let a: Arc<T> = Arc::from(v);
+        self.set.insert(a.clone());
+        a
+    }
+
+    fn put(&mut self, v: T) -> Arc<T>
+    where
+        T: Sized,
+    {
+        if let Some(a) = self.set.get(&v) {
+            return a.clone();
+        }
+        if self.set.len() >= self.sweep_at {
+            self.set.retain(|a| Arc::strong_count(a) > 1);
+            self.set.shrink_to_fit();
+            self.sweep_at = (self.set.len() * 2).max(1024);
+        }
+        let a = Arc::new(v);
         self.set.insert(a.clone());
         a
     }
@@ -240,7 +275,9 @@ struct Inner {
     /// By bundle namespace and name (labels), in (namespace, name) order.
     by_bundle: HashMap<Str, HashMap<Str, BTreeSet<BdKey>>>,
     len: usize,
-    strings: Interner,
+    strings: Interner<str>,
+    owners: Interner<BundleLabels>,
+    targets: Interner<ClusterLabels>,
     /// Bumped by each (re)list: entries a list did not bring keep an older epoch.
     epoch: u32,
 }
@@ -305,12 +342,22 @@ impl Inner {
             resource_version: m.resource_version.clone().unwrap_or_default().into(),
             deleting: m.deletion_timestamp.is_some(),
             epoch: self.epoch,
-            bundle: self.opt(l, BUNDLE_LABEL),
-            bundle_namespace: self.opt(l, BUNDLE_NAMESPACE_LABEL),
-            cluster: self.opt(l, CLUSTER_LABEL),
-            cluster_namespace: self.opt(l, CLUSTER_NAMESPACE_LABEL),
-            repo: self.opt(l, REPO_LABEL),
-            content: self.opt(l, CONTENT_NAME_LABEL),
+            owner: {
+                let o = BundleLabels {
+                    bundle: self.opt(l, BUNDLE_LABEL),
+                    bundle_namespace: self.opt(l, BUNDLE_NAMESPACE_LABEL),
+                    repo: self.opt(l, REPO_LABEL),
+                    content: self.opt(l, CONTENT_NAME_LABEL),
+                };
+                self.owners.put(o)
+            },
+            target: {
+                let t = ClusterLabels {
+                    cluster: self.opt(l, CLUSTER_LABEL),
+                    cluster_namespace: self.opt(l, CLUSTER_NAMESPACE_LABEL),
+                };
+                self.targets.put(t)
+            },
             spec_hash: SpecHash::of(&mut spec, l),
             deployment_id: self.strings.get(&spec.deployment_id),
             staged_deployment_id: self.strings.get(&spec.staged_deployment_id),
@@ -323,8 +370,8 @@ impl Inner {
     fn owner(bd: &CachedBd) -> (Str, Str) {
         let empty = || Str::from("");
         (
-            bd.bundle_namespace.clone().unwrap_or_else(empty),
-            bd.bundle.clone().unwrap_or_else(empty),
+            bd.owner.bundle_namespace.clone().unwrap_or_else(empty),
+            bd.owner.bundle.clone().unwrap_or_else(empty),
         )
     }
 
@@ -478,7 +525,7 @@ impl BdCache {
         g.by_namespace
             .values()
             .flat_map(|n| n.values())
-            .filter_map(|bd| bd.content.clone())
+            .filter_map(|bd| bd.owner.content.clone())
             .collect()
     }
 

@@ -156,7 +156,7 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
     for (bdname, bd) in ctx.stores.bds.in_namespace(&cns) {
         let f = bd.facts();
         let state = fleet_targeting::status::state_of(&f);
-        let bns = bd.bundle_namespace.as_deref().unwrap_or_default();
+        let bns = bd.owner.bundle_namespace.as_deref().unwrap_or_default();
         summary.desired_ready += 1;
         fleet_targeting::status::increment(
             &mut summary,
@@ -175,7 +175,7 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
         counts.missing += rc.missing;
         counts.unknown += rc.unknown;
         counts.not_ready += rc.not_ready;
-        if let Some(repo) = &bd.repo {
+        if let Some(repo) = &bd.owner.repo {
             // Upstream quirk: a GitRepo counts as ready if any of its BDs here is Ready.
             let e = repos
                 .entry((bns.to_string(), repo.to_string()))

@@ -562,15 +562,16 @@ struct BdTriggers {
 
 fn route_bd(t: &Mutex<BdTriggers>, bd: &CachedBd, to_bundle: bool) {
     let Ok(mut t) = t.lock() else { return };
-    if let (Some(b), Some(bns)) = (&bd.bundle, &bd.bundle_namespace) {
+    let (o, c) = (&bd.owner, &bd.target);
+    if let (Some(b), Some(bns)) = (&o.bundle, &o.bundle_namespace) {
         if to_bundle {
             t.bundles.insert(ObjectRef::new(b).within(bns));
         }
-        if let Some(repo) = &bd.repo {
+        if let Some(repo) = &o.repo {
             t.gitrepos.insert(ObjectRef::new(repo).within(bns));
         }
     }
-    if let (Some(c), Some(cns)) = (&bd.cluster, &bd.cluster_namespace) {
+    if let (Some(c), Some(cns)) = (&c.cluster, &c.cluster_namespace) {
         t.clusters.insert(ObjectRef::new(c).within(cns));
     }
 }
