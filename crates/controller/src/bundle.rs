@@ -6,21 +6,22 @@
 //! Every write is a difference against the reflector cache: an identical BD is not written, an
 //! unchanged status is not written.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_api::keys::*;
-use fleet_api::{Bundle, BundleDeployment, BundleStatus, BundleSummary, Cluster, PartitionStatus};
+use fleet_api::{Bundle, BundleDeployment, BundleStatus, BundleSummary, PartitionStatus};
 use fleet_targeting::Stats;
 use fleet_targeting::rollout::{DeploymentIds, RolloutTarget};
-use futures::StreamExt;
+use fleet_targeting::status::{message_of, state_of};
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 
+use crate::bds::{CachedBd, Facts, SpecHash, values_fingerprint};
 use crate::context::{Context, QueueConfig, run_queue};
 use crate::{conditions, secs};
 
@@ -64,6 +65,12 @@ pub async fn controller(ctx: Arc<Context>) {
     .await;
 }
 
+fn keys(k: Vec<crate::bds::BdKey>) -> Vec<(String, String)> {
+    k.into_iter()
+        .map(|(ns, n)| (ns.to_string(), n.to_string()))
+        .collect()
+}
+
 fn ns_name(b: &Bundle) -> (String, String) {
     (
         b.metadata.namespace.clone().unwrap_or_default(),
@@ -74,17 +81,10 @@ fn ns_name(b: &Bundle) -> (String, String) {
 /// What targeting and rollout decided for one bundle (computed under the Fleet read lock).
 struct Plan {
     targets: Vec<fleet_targeting::Target>,
-    existing: Vec<Option<Arc<BundleDeployment>>>,
+    existing: Vec<Option<Arc<CachedBd>>>,
     rts: Vec<RolloutTarget>,
     rs: fleet_targeting::rollout::RolloutStatus,
     partitions: Vec<fleet_targeting::rollout::PartitionPlan>,
-}
-
-fn bd_namespace(c: &Cluster) -> String {
-    c.status
-        .as_ref()
-        .map(|s| s.namespace.clone())
-        .unwrap_or_default()
 }
 
 /// Targets of `b` from the shared incremental [`Fleet`], existing BDs from the cache, and the
@@ -94,12 +94,11 @@ fn plan(ctx: &Context, b: &Bundle, mid: &str) -> Result<Plan, String> {
     let name = b.metadata.name.clone().unwrap_or_default();
     let targets = fleet_targeting::targets(b, &fleet, mid, &mut Stats::default())
         .map_err(|e| e.to_string())?;
-    let existing: Vec<Option<Arc<BundleDeployment>>> = targets
+    let existing: Vec<Option<Arc<CachedBd>>> = targets
         .iter()
         .map(|t| {
-            ctx.stores
-                .bds
-                .get(&ObjectRef::new(&name).within(&bd_namespace(&t.cluster)))
+            let ns = fleet_targeting::bundle_deployment_namespace(&t.cluster);
+            ctx.stores.bds.get(&ns, &name)
         })
         .collect();
     let views: Vec<_> = targets
@@ -123,10 +122,10 @@ fn plan(ctx: &Context, b: &Bundle, mid: &str) -> Result<Plan, String> {
             deployment: ex.as_ref().map(|bd| {
                 let st = bd.status.as_ref();
                 DeploymentIds {
-                    deployment_id: bd.spec.deployment_id.clone(),
-                    staged_id: bd.spec.staged_deployment_id.clone(),
+                    deployment_id: bd.deployment_id.to_string(),
+                    staged_id: bd.staged_deployment_id.to_string(),
                     applied_id: st
-                        .map(|s| s.applied_deployment_id.clone())
+                        .map(|s| s.applied_deployment_id.to_string())
                         .unwrap_or_default(),
                     ready: st.is_some_and(|s| s.ready),
                 }
@@ -172,7 +171,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         if !has_finalizer {
             return Ok(Action::await_change());
         }
-        let left = ctx.index.of_bundle(&ns, &name);
+        let left = keys(ctx.stores.bds.of_bundle(&ns, &name));
         if !left.is_empty() {
             delete_bds(&ctx, left).await?;
             return Ok(Action::requeue(secs(2)));
@@ -236,56 +235,68 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         ensure_content(&ctx, &b, &mid).await?;
     }
 
-    // Desired BDs, written where they differ from the cache.
+    // Desired BDs, written where they differ from the cache. Each is built only when the
+    // writes reach it: a bundle's thousand desired objects are not all alive at once.
     let mut desired_keys: HashSet<(String, String)> = HashSet::new();
-    let mut shown: Vec<Option<BundleDeployment>> = Vec::with_capacity(targets.len());
-    let mut writes = Vec::new();
-    for ((t, rt), ex) in targets.iter().zip(&rts).zip(&existing) {
-        let cluster = &t.cluster;
+    let mut shown: Vec<Option<Shown>> = Vec::with_capacity(targets.len());
+    let mut jobs = Vec::new();
+    for (i, (t, rt)) in targets.iter().zip(&rts).enumerate() {
         let Some(d) = &rt.deployment else {
             shown.push(None);
             continue;
         };
-        let mut want = fleet_targeting::bundle_deployment(&b, cluster, t, &mid);
-        if d.deployment_id != t.deployment_id {
-            // Not promoted by rollout: keep what the cluster currently deploys.
-            want.spec.deployment_id = d.deployment_id.clone();
-            want.spec.options = ex
-                .as_ref()
-                .map(|e| e.spec.options.clone())
-                .unwrap_or_default();
+        let promoted = d.deployment_id == t.deployment_id;
+        desired_keys.insert((
+            fleet_targeting::bundle_deployment_namespace(&t.cluster),
+            name.clone(),
+        ));
+        shown.push(Some(Shown {
+            deployment_id: d.deployment_id.clone(),
+            staged_deployment_id: t.deployment_id.clone(),
+            existing: existing[i].clone(),
+        }));
+        jobs.push((i, promoted));
+    }
+    let build = |(i, promoted): (usize, bool)| {
+        let (t, ex) = (&targets[i], &existing[i]);
+        let mut want = fleet_targeting::bundle_deployment(&b, &t.cluster, t, &mid);
+        let mut unsplit = None;
+        if !promoted {
+            // Not promoted by rollout: keep what the cluster currently deploys. The cache holds
+            // a hash of its options, not them: they are read back only if this BD is written.
+            if let Some(d) = &rts[i].deployment {
+                want.spec.deployment_id = d.deployment_id.clone();
+            }
+            want.spec.options = Default::default();
+            unsplit = ex.is_some().then(|| want.clone());
         }
         let secret = split_values(&mut want);
-        let key = (
-            want.metadata.namespace.clone().unwrap_or_default(),
-            name.clone(),
-        );
-        desired_keys.insert(key);
-        let mut view = want.clone();
-        if let Some(e) = ex {
-            view.status = e.status.clone();
+        let hash = SpecHash::of(&mut want.spec, &want.metadata.labels);
+        let same = ex.as_ref().is_some_and(|e| {
+            e.spec_hash.rest == hash.rest
+                && *e.deployment_id == *want.spec.deployment_id
+                && (!promoted || e.spec_hash.options == hash.options)
+        });
+        if same {
+            return None;
         }
-        shown.push(Some(view));
-        let same = ex
-            .as_ref()
-            .is_some_and(|e| e.spec == want.spec && e.metadata.labels == want.metadata.labels);
-        if !same {
-            writes.push(write_bd(ctx.clone(), want, ex.clone(), secret));
-        }
-    }
-    let results: Vec<Result<(), ReconcileError>> = futures::stream::iter(writes)
-        .buffer_unordered(ctx.opts.write_concurrency.max(1))
-        .collect()
-        .await;
+        Some(match (unsplit, ex) {
+            (Some(u), Some(e)) => write_unpromoted(ctx.clone(), u, e.clone()).boxed(),
+            _ => write_bd(ctx.clone(), want, ex.clone(), secret).boxed(),
+        })
+    };
+    let results: Vec<Result<(), ReconcileError>> =
+        futures::stream::iter(jobs.into_iter().filter_map(build))
+            .buffer_unordered(ctx.opts.write_concurrency.max(1))
+            .collect()
+            .await;
     let wrote = !results.is_empty();
     for r in results {
         r?;
     }
 
     // Orphans: BDs of this bundle for clusters it no longer targets.
-    let orphans: Vec<(String, String)> = ctx
-        .index
-        .of_bundle(&ns, &name)
+    let orphans: Vec<(String, String)> = keys(ctx.stores.bds.of_bundle(&ns, &name))
         .into_iter()
         .filter(|k| !desired_keys.contains(k))
         .collect();
@@ -308,15 +319,15 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         summary.desired_ready += 1;
         match bd {
             Some(bd) => {
-                let empty = fleet_api::BundleDeploymentStatus::default();
-                let st = bd.status.as_ref().unwrap_or(&empty);
+                let f = bd.facts();
+                let st = f.status;
                 fleet_targeting::status::increment(
                     &mut summary,
                     &cname,
-                    fleet_targeting::status::deployment_state(bd),
-                    &fleet_targeting::status::deployment_message(bd),
-                    &st.modified_status,
-                    &st.non_ready_status,
+                    state_of(&f),
+                    &message_of(&f),
+                    st.map_or(&[], |s| &s.modified_status),
+                    st.map_or(&[], |s| &s.non_ready_status),
                 );
             }
             None => fleet_targeting::status::increment(
@@ -365,11 +376,29 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
 
 fn bundle_partition_entry(
     _t: &fleet_targeting::Target,
-    bd: &Option<BundleDeployment>,
+    bd: &Option<Shown>,
 ) -> fleet_api::state::BundleState {
     match bd {
-        Some(bd) => fleet_targeting::status::deployment_state(bd),
+        Some(bd) => state_of(&bd.facts()),
         None => fleet_api::state::BundleState::Pending,
+    }
+}
+
+/// A target's BD as the status shows it: the IDs this pass wants with the status the agent
+/// last reported.
+struct Shown {
+    deployment_id: String,
+    staged_deployment_id: String,
+    existing: Option<Arc<CachedBd>>,
+}
+
+impl Shown {
+    fn facts(&self) -> Facts<'_> {
+        Facts {
+            deployment_id: &self.deployment_id,
+            staged_deployment_id: &self.staged_deployment_id,
+            status: self.existing.as_ref().and_then(|e| e.status.as_deref()),
+        }
     }
 }
 
@@ -493,18 +522,46 @@ pub(crate) async fn apply_values_secret(
         .await
 }
 
-/// Creates or updates one BD (its options Secret first, when its values changed).
+/// Updates a BD that rollout does not promote: it keeps the options the cluster deploys now,
+/// which the cache does not hold, so they are read back first.
+async fn write_unpromoted(
+    ctx: Arc<Context>,
+    mut want: BundleDeployment,
+    existing: Arc<CachedBd>,
+) -> Result<(), ReconcileError> {
+    let ns = want.metadata.namespace.clone().unwrap_or_default();
+    let name = want.metadata.name.clone().unwrap_or_default();
+    let api: Api<BundleDeployment> = Api::namespaced(ctx.client.clone(), &ns);
+    let cur = api
+        .get(&name)
+        .await
+        .map_err(kerr(format!("reading bundledeployment {ns}/{name}")))?;
+    if cur.metadata.resource_version.as_deref() != Some(&*existing.resource_version) {
+        // Changed since cached: the watch event brings it and a new pass.
+        return Err(ReconcileError::Other(format!(
+            "bundledeployment {ns}/{name} changed meanwhile"
+        )));
+    }
+    want.spec.options = cur.spec.options;
+    let secret = split_values(&mut want);
+    write_bd(ctx, want, Some(existing), secret).await
+}
+
+/// Creates or updates one BD (its options Secret first, when its values changed). An update is
+/// a JSON patch of the spec and labels conditioned on the cached resourceVersion: the object's
+/// other metadata (annotations, finalizers, owner references) stays as it is.
 async fn write_bd(
     ctx: Arc<Context>,
     want: BundleDeployment,
-    existing: Option<Arc<BundleDeployment>>,
+    existing: Option<Arc<CachedBd>>,
     secret: Option<BTreeMap<String, Vec<u8>>>,
 ) -> Result<(), ReconcileError> {
     let ns = want.metadata.namespace.clone().unwrap_or_default();
     let name = want.metadata.name.clone().unwrap_or_default();
     let api: Api<BundleDeployment> = Api::namespaced(ctx.client.clone(), &ns);
     if let Some(data) = secret
-        && existing.as_ref().map(|e| &e.spec.values_hash) != Some(&want.spec.values_hash)
+        && existing.as_ref().map(|e| e.values_hash)
+            != Some(values_fingerprint(&want.spec.values_hash))
     {
         apply_values_secret(
             &ctx,
@@ -520,11 +577,14 @@ async fn write_bd(
     ctx.metrics.write();
     match existing {
         Some(e) => {
-            let mut obj = (*e).clone();
-            obj.spec = want.spec;
-            obj.metadata.labels = want.metadata.labels;
-            obj.status = None;
-            api.replace(&name, &PostParams::default(), &obj)
+            let ops = json!([
+                {"op": "add", "path": "/metadata/resourceVersion", "value": &*e.resource_version},
+                {"op": "add", "path": "/metadata/labels", "value": want.metadata.labels},
+                {"op": "add", "path": "/spec", "value": want.spec},
+            ]);
+            let patch: json_patch::Patch =
+                serde_json::from_value(ops).map_err(|e| ReconcileError::Other(e.to_string()))?;
+            api.patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
                 .await
                 .map_err(kerr(format!("updating bundledeployment {ns}/{name}")))?;
         }
@@ -544,11 +604,8 @@ async fn delete_bds(ctx: &Arc<Context>, keys: Vec<(String, String)>) -> Result<(
         let ctx = ctx.clone();
         async move {
             let api: Api<BundleDeployment> = Api::namespaced(ctx.client.clone(), &ns);
-            let cached = ctx.stores.bds.get(&ObjectRef::new(&name).within(&ns));
-            if cached
-                .as_ref()
-                .is_some_and(|c| c.metadata.deletion_timestamp.is_some())
-            {
+            let cached = ctx.stores.bds.get(&ns, &name);
+            if cached.as_ref().is_some_and(|c| c.deleting) {
                 return Ok(());
             }
             ctx.metrics.write();
@@ -557,7 +614,7 @@ async fn delete_bds(ctx: &Arc<Context>, keys: Vec<(String, String)>) -> Result<(
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
                 Err(e) => return Err(kerr(format!("deleting bundledeployment {ns}/{name}"))(e)),
             }
-            if cached.is_some_and(|c| !c.spec.values_hash.is_empty()) {
+            if cached.is_some_and(|c| c.values_hash != 0) {
                 let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
                 ctx.metrics.write();
                 let _ = secrets.delete(&name, &DeleteParams::default()).await;
@@ -642,26 +699,19 @@ pub async fn content_gc(ctx: Arc<Context>) {
                 tokio::time::sleep(Duration::from_millis(300)).await;
             }
         }
-        let mut used: BTreeSet<String> = ctx
-            .stores
-            .bds
-            .state()
-            .iter()
-            .filter_map(|bd| {
-                bd.metadata
-                    .labels
-                    .as_ref()?
-                    .get(CONTENT_NAME_LABEL)
-                    .cloned()
-            })
-            .collect();
+        let mut used: HashSet<Arc<str>> = ctx.stores.bds.contents();
         for b in ctx.stores.bundles.state() {
-            used.insert(fleet_targeting::manifest_id(&b));
+            used.insert(fleet_targeting::manifest_id(&b).into());
         }
         let unused: Vec<String> = ctx
             .contents
             .lock()
-            .map(|s| s.iter().filter(|c| !used.contains(*c)).cloned().collect())
+            .map(|s| {
+                s.iter()
+                    .filter(|c| !used.contains(c.as_str()))
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default();
         for c in unused {
             ctx.metrics.write();

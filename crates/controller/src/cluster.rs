@@ -12,7 +12,6 @@ use fleet_api::{BundleSummary, Cluster, ClusterGroup};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 
 use crate::bundle::{ReconcileError, kerr};
@@ -90,10 +89,10 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
         if !has_finalizer {
             return Ok(Action::await_change());
         }
-        let left = ctx.index.in_namespace(&cns);
+        let left = ctx.stores.bds.in_namespace(&cns);
         if !left.is_empty() {
             let bds: Api<fleet_api::BundleDeployment> = Api::namespaced(ctx.client.clone(), &cns);
-            for n in left {
+            for (n, _) in left {
                 ctx.metrics.write();
                 match bds.delete(&n, &DeleteParams::default()).await {
                     Ok(_) => {}
@@ -153,29 +152,21 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
     let mut summary = BundleSummary::default();
     let mut counts = fleet_api::ResourceCounts::default();
     let mut repos: BTreeMap<(String, String), bool> = BTreeMap::new();
-    for bdname in ctx.index.in_namespace(&cns) {
-        let Some(bd) = ctx.stores.bds.get(&ObjectRef::new(&bdname).within(&cns)) else {
-            continue;
-        };
-        let empty_status = fleet_api::BundleDeploymentStatus::default();
-        let st = bd.status.as_ref().unwrap_or(&empty_status);
-        let state = fleet_targeting::status::deployment_state(&bd);
-        let empty_labels = BTreeMap::new();
-        let labels = bd.metadata.labels.as_ref().unwrap_or(&empty_labels);
-        let bns = labels
-            .get(BUNDLE_NAMESPACE_LABEL)
-            .map(String::as_str)
-            .unwrap_or_default();
+    let no_counts = fleet_api::ResourceCounts::default();
+    for (bdname, bd) in ctx.stores.bds.in_namespace(&cns) {
+        let f = bd.facts();
+        let state = fleet_targeting::status::state_of(&f);
+        let bns = bd.owner.bundle_namespace.as_deref().unwrap_or_default();
         summary.desired_ready += 1;
         fleet_targeting::status::increment(
             &mut summary,
             &format!("{bns}/{bdname}"),
             state,
-            &fleet_targeting::status::deployment_message(&bd),
-            &st.modified_status,
-            &st.non_ready_status,
+            &fleet_targeting::status::message_of(&f),
+            f.status.map_or(&[], |s| &s.modified_status),
+            f.status.map_or(&[], |s| &s.non_ready_status),
         );
-        let rc = &st.resource_counts;
+        let rc = f.status.map_or(&no_counts, |s| &s.resource_counts);
         counts.ready += rc.ready;
         counts.desired_ready += rc.desired_ready;
         counts.wait_applied += rc.wait_applied;
@@ -184,10 +175,10 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
         counts.missing += rc.missing;
         counts.unknown += rc.unknown;
         counts.not_ready += rc.not_ready;
-        if let Some(repo) = labels.get(REPO_LABEL) {
+        if let Some(repo) = &bd.owner.repo {
             // Upstream quirk: a GitRepo counts as ready if any of its BDs here is Ready.
             let e = repos
-                .entry((bns.to_string(), repo.clone()))
+                .entry((bns.to_string(), repo.to_string()))
                 .or_insert(false);
             *e = *e || state == fleet_api::state::BundleState::Ready;
         }

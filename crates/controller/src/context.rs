@@ -1,5 +1,5 @@
 //! Shared state of the controllers: the client, one reflector cache per kind (one watch each,
-//! shared by every reconciler), the BundleDeployment index, the trigger channels that turn an
+//! shared by every reconciler), the BundleDeployment cache (a projection, see [`crate::bds`]), the trigger channels that turn an
 //! event on one kind into work-queue keys of another, the git fetch cache and the metrics.
 
 use std::collections::{HashMap, HashSet};
@@ -21,8 +21,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::Options;
+use crate::bds::{BdCache, CachedBd};
 use crate::git::FetchCache;
-use crate::index::BdIndex;
 use fleet_targeting::Fleet;
 use fleet_targeting::fleet::Key;
 
@@ -78,8 +78,8 @@ pub struct Stores {
     pub gitrepos: Store<GitRepo>,
     /// Bundles.
     pub bundles: Store<Bundle>,
-    /// BundleDeployments.
-    pub bds: Store<BundleDeployment>,
+    /// BundleDeployments: what reconcilers read of them, indexed by bundle and namespace.
+    pub bds: Arc<BdCache>,
     /// Clusters.
     pub clusters: Store<Cluster>,
     /// ClusterGroups.
@@ -96,8 +96,6 @@ pub struct Context {
     pub opts: Options,
     /// Reflector caches.
     pub stores: Stores,
-    /// BundleDeployments by bundle and by cluster namespace.
-    pub index: Arc<BdIndex>,
     /// Clusters (those with a cluster namespace) and ClusterGroups, indexed for targeting and
     /// updated one object at a time from the watches.
     pub fleet: Arc<RwLock<Fleet>>,
@@ -182,13 +180,12 @@ impl Context {
             cluster: ctx_,
             group: grtx,
         });
-        let index = Arc::new(BdIndex::default());
         let mut streams: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
         let shard = shard_selector(&opts);
 
         let (gitrepos, gw) = reflector::store_shared::<GitRepo>(4096);
         let (bundles, bw) = reflector::store_shared::<Bundle>(4096);
-        let (bds, dw) = reflector::store_shared::<BundleDeployment>(4096);
+        let bds = Arc::new(BdCache::default());
         let (clusters, cw) = reflector::store_shared::<Cluster>(4096);
         let (groups, grw) = reflector::store_shared::<ClusterGroup>(4096);
         let (restrictions, rw) = reflector::store::<GitRepoRestriction>();
@@ -240,38 +237,13 @@ impl Context {
             pending.clone(),
             triggers.clone(),
         )));
-        let t = pending;
-        let idx = index.clone();
-        let old_bds = stores.bds.clone();
+        let (t, cache) = (pending, stores.bds.clone());
         let s = watcher(
             Api::<BundleDeployment>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
-        .modify(strip_cached)
-        .map_ok(move |ev| {
-            idx.apply(&ev);
-            ev_objects(&ev, |bd: &BundleDeployment| {
-                // Its Bundle counted the spec when it wrote it; what it has not seen is a
-                // status (or a deletion). Runs before the cache takes the event: the cache
-                // still holds the previous object.
-                let status_changed = match old_bds.get(&ObjectRef::from_obj(bd)) {
-                    Some(old) => {
-                        old.status != bd.status
-                            || old.metadata.deletion_timestamp != bd.metadata.deletion_timestamp
-                    }
-                    // Created: by its Bundle (which counted it) unless it already has a status.
-                    None => bd.status.is_some(),
-                };
-                route_bd(
-                    &t,
-                    bd,
-                    status_changed || matches!(ev, watcher::Event::Delete(_)),
-                );
-            });
-            ev
-        })
-        .reflect_shared(dw);
+        .map_ok(move |ev| cache.apply(ev, |bd, to_bundle| route_bd(&t, bd, to_bundle)));
         streams.push(drive(s));
 
         // Clusters → the Fleet index; bundles (on label/namespace/paused changes); their groups.
@@ -309,7 +281,7 @@ impl Context {
                     && c.metadata.deletion_timestamp.is_none()
                     && c.status.as_ref().is_some_and(|s| !s.namespace.is_empty());
                 let mut groups = if usable {
-                    fl.upsert_cluster(c.clone())
+                    fl.upsert_cluster(targeting_copy(c))
                 } else {
                     fl.remove_cluster(&key.namespace, &key.name)
                 };
@@ -502,7 +474,6 @@ impl Context {
             client,
             opts,
             stores,
-            index,
             fleet,
             triggers,
             receivers: Mutex::new(TriggerReceivers {
@@ -563,6 +534,19 @@ impl Context {
     }
 }
 
+/// What targeting reads of a Cluster (metadata, spec, the namespace in its status): the
+/// [`Fleet`] holds a copy of each, and the status summaries are most of a Cluster's bytes.
+fn targeting_copy(c: &Cluster) -> Cluster {
+    Cluster {
+        metadata: c.metadata.clone(),
+        spec: c.spec.clone(),
+        status: c.status.as_ref().map(|s| fleet_api::ClusterStatus {
+            namespace: s.namespace.clone(),
+            ..Default::default()
+        }),
+    }
+}
+
 /// How long BundleDeployment events are gathered before their Bundles, GitRepos and Clusters
 /// are queued: during a rollout a Cluster's BDs change one after another, and each status
 /// derived from them is then written once a second at most instead of once per BD change.
@@ -576,18 +560,18 @@ struct BdTriggers {
     clusters: HashSet<ObjectRef<Cluster>>,
 }
 
-fn route_bd(t: &Mutex<BdTriggers>, bd: &BundleDeployment, to_bundle: bool) {
-    let m = &bd.metadata;
+fn route_bd(t: &Mutex<BdTriggers>, bd: &CachedBd, to_bundle: bool) {
     let Ok(mut t) = t.lock() else { return };
-    if let (Some(b), Some(bns)) = (label(m, BUNDLE_LABEL), label(m, BUNDLE_NAMESPACE_LABEL)) {
+    let (o, c) = (&bd.owner, &bd.target);
+    if let (Some(b), Some(bns)) = (&o.bundle, &o.bundle_namespace) {
         if to_bundle {
             t.bundles.insert(ObjectRef::new(b).within(bns));
         }
-        if let Some(repo) = label(m, REPO_LABEL) {
+        if let Some(repo) = &o.repo {
             t.gitrepos.insert(ObjectRef::new(repo).within(bns));
         }
     }
-    if let (Some(c), Some(cns)) = (label(m, CLUSTER_LABEL), label(m, CLUSTER_NAMESPACE_LABEL)) {
+    if let (Some(c), Some(cns)) = (&c.cluster, &c.cluster_namespace) {
         t.clusters.insert(ObjectRef::new(c).within(cns));
     }
 }
@@ -613,8 +597,8 @@ async fn flush_bd_triggers(pending: Arc<Mutex<BdTriggers>>, t: Arc<Triggers>) {
 }
 
 /// Drops what no reconciler reads before an object is cached: `managedFields` is often the
-/// largest part of an object (a field tree per writer), and the caches hold every
-/// BundleDeployment of the fleet. Writes never send it back: the server keeps its own.
+/// largest part of an object (a field tree per writer), and the caches hold every Cluster of
+/// the fleet. Writes never send it back: the server keeps its own.
 fn strip_cached<K: kube::Resource>(o: &mut K) {
     o.meta_mut().managed_fields = None;
 }

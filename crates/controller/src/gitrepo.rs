@@ -703,28 +703,29 @@ fn compute_status(ctx: &Context, g: &GitRepo, st: &PollState) -> GitRepoStatus {
             bundle_error = Some(c.message.clone());
         }
         let bn = b.metadata.name.clone().unwrap_or_default();
-        for (bdns, bdname) in ctx.index.of_bundle(&ns, &bn) {
-            let Some(bd) = ctx.stores.bds.get(&ObjectRef::new(&bdname).within(&bdns)) else {
+        for (bdns, bdname) in ctx.stores.bds.of_bundle(&ns, &bn) {
+            let Some(bd) = ctx.stores.bds.get(&bdns, &bdname) else {
                 continue;
             };
-            let empty = fleet_api::BundleDeploymentStatus::default();
-            let bst = bd.status.as_ref().unwrap_or(&empty);
-            let state = fleet_targeting::status::deployment_state(&bd);
+            let f = bd.facts();
+            let state = fleet_targeting::status::state_of(&f);
             summary.desired_ready += 1;
             fleet_targeting::status::increment(
                 &mut summary,
                 &bdname,
                 state,
-                &fleet_targeting::status::deployment_message(&bd),
-                &bst.modified_status,
-                &bst.non_ready_status,
+                &fleet_targeting::status::message_of(&f),
+                f.status.map_or(&[], |s| &s.modified_status),
+                f.status.map_or(&[], |s| &s.non_ready_status),
             );
-            add_counts(&mut counts, &bst.resource_counts);
+            if let Some(st) = f.status {
+                add_counts(&mut counts, &st.resource_counts);
+            }
             // A cluster is one BundleDeployment namespace (its cluster namespace).
             let ready = state == fleet_api::state::BundleState::Ready;
-            let e = match clusters.get_mut(bdns.as_str()) {
+            let e = match clusters.get_mut(&*bdns) {
                 Some(e) => e,
-                None => clusters.entry(bdns).or_insert(true),
+                None => clusters.entry(bdns.to_string()).or_insert(true),
             };
             *e = *e && ready;
         }

@@ -6,6 +6,7 @@
 //! desired object differs from the cached one (status included), so a resync that changes nothing
 //! writes nothing.
 
+pub mod bds;
 pub mod bootstrap;
 pub mod bundle;
 pub mod cluster;
@@ -14,7 +15,6 @@ pub mod context;
 pub mod git;
 pub mod gitrepo;
 pub mod http;
-pub mod index;
 pub mod registration;
 pub mod restrictions;
 pub mod webhook;

@@ -12,4 +12,6 @@ pub mod values;
 
 pub use error::Error;
 pub use fleet::{Fleet, Key};
-pub use target::{Stats, Target, bundle_deployment, manifest_id, targets};
+pub use target::{
+    Stats, Target, bundle_deployment, bundle_deployment_namespace, manifest_id, targets,
+};

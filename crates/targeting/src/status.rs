@@ -3,57 +3,109 @@
 
 use fleet_api::state::BundleState;
 use fleet_api::{
-    BundleDeployment, BundleDeploymentStatus, BundleSummary, Condition, ModifiedStatus,
-    NonReadyResource, NonReadyStatus,
+    BundleDeployment, BundleSummary, Condition, ModifiedStatus, NonReadyResource, NonReadyStatus,
 };
+
+/// What a deployment's state and message are computed from: the IDs of its spec and the parts
+/// of the agent's status the summaries read. A cache may hold only these instead of whole
+/// BundleDeployments (a manager holds one per bundle and cluster).
+pub trait DeploymentFacts {
+    /// `spec.deploymentID`.
+    fn deployment_id(&self) -> &str;
+    /// `spec.stagedDeploymentID`.
+    fn staged_deployment_id(&self) -> &str;
+    /// `status.appliedDeploymentID` (empty without a status).
+    fn applied_deployment_id(&self) -> &str;
+    /// `status.ready`.
+    fn ready(&self) -> bool;
+    /// `status.nonModified`.
+    fn non_modified(&self) -> bool;
+    /// Whether a `Deployed` condition has status `False`.
+    fn deployed_false(&self) -> bool;
+    /// Message of the first condition of this type (empty if none).
+    fn condition_message(&self, type_: &str) -> &str;
+}
+
+impl DeploymentFacts for BundleDeployment {
+    fn deployment_id(&self) -> &str {
+        &self.spec.deployment_id
+    }
+    fn staged_deployment_id(&self) -> &str {
+        &self.spec.staged_deployment_id
+    }
+    fn applied_deployment_id(&self) -> &str {
+        self.status
+            .as_ref()
+            .map_or("", |s| s.applied_deployment_id.as_str())
+    }
+    fn ready(&self) -> bool {
+        self.status.as_ref().is_some_and(|s| s.ready)
+    }
+    fn non_modified(&self) -> bool {
+        self.status.as_ref().is_some_and(|s| s.non_modified)
+    }
+    fn deployed_false(&self) -> bool {
+        self.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Deployed" && c.status == "False")
+        })
+    }
+    fn condition_message(&self, type_: &str) -> &str {
+        self.status
+            .as_ref()
+            .map_or("", |s| cond_message(type_, &s.conditions))
+    }
+}
 
 /// Upstream `GetDeploymentState`, first rule wins.
 pub fn deployment_state(bd: &BundleDeployment) -> BundleState {
-    let empty = BundleDeploymentStatus::default();
-    let st = bd.status.as_ref().unwrap_or(&empty);
-    if st.applied_deployment_id != bd.spec.deployment_id {
-        let deployed_false = st
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Deployed" && c.status == "False");
-        return if deployed_false {
+    state_of(bd)
+}
+
+/// [`deployment_state`] of whatever holds a deployment's facts.
+pub fn state_of(d: &impl DeploymentFacts) -> BundleState {
+    if d.applied_deployment_id() != d.deployment_id() {
+        return if d.deployed_false() {
             BundleState::ErrApplied
         } else {
             BundleState::WaitApplied
         };
     }
-    if !st.ready {
+    if !d.ready() {
         return BundleState::NotReady;
     }
-    if bd.spec.deployment_id != bd.spec.staged_deployment_id {
+    if d.deployment_id() != d.staged_deployment_id() {
         return BundleState::OutOfSync;
     }
-    if !st.non_modified {
+    if !d.non_modified() {
         return BundleState::Modified;
     }
     BundleState::Ready
 }
 
-fn cond_message(t: &str, conds: &[Condition]) -> String {
+fn cond_message<'a>(t: &str, conds: &'a [Condition]) -> &'a str {
     conds
         .iter()
         .find(|c| c.type_ == t)
-        .map(|c| c.message.clone())
-        .unwrap_or_default()
+        .map_or("", |c| c.message.as_str())
 }
 
 /// Message shown for a deployment: Deployed, else Installed (if applied), else Monitored.
 pub fn deployment_message(bd: &BundleDeployment) -> String {
-    let empty = BundleDeploymentStatus::default();
-    let st = bd.status.as_ref().unwrap_or(&empty);
-    let mut m = cond_message("Deployed", &st.conditions);
-    if m.is_empty() && st.applied_deployment_id == bd.spec.deployment_id {
-        m = cond_message("Installed", &st.conditions);
+    message_of(bd)
+}
+
+/// [`deployment_message`] of whatever holds a deployment's facts.
+pub fn message_of(d: &impl DeploymentFacts) -> String {
+    let mut m = d.condition_message("Deployed");
+    if m.is_empty() && d.applied_deployment_id() == d.deployment_id() {
+        m = d.condition_message("Installed");
     }
     if m.is_empty() {
-        m = cond_message("Monitored", &st.conditions);
+        m = d.condition_message("Monitored");
     }
-    m
+    m.to_string()
 }
 
 /// Counts one deployment (or a pending target) into a summary; keeps ≤ 10 non-ready entries.

@@ -167,6 +167,19 @@ pub fn targets(
     Ok(out)
 }
 
+/// The namespace of a cluster's BundleDeployments: its cluster namespace (from its status, else
+/// the name upstream gives it), known without building a BundleDeployment.
+pub fn bundle_deployment_namespace(cluster: &Cluster) -> String {
+    cluster
+        .status
+        .as_ref()
+        .map(|s| s.namespace.clone())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| {
+            fleet_api::names::cluster_namespace(ns(&cluster.metadata), name(&cluster.metadata))
+        })
+}
+
 /// The BundleDeployment the controller writes for a target (all options staged and current).
 pub fn bundle_deployment(
     bundle: &Bundle,
@@ -176,12 +189,7 @@ pub fn bundle_deployment(
 ) -> BundleDeployment {
     let cns = ns(&cluster.metadata);
     let cname = name(&cluster.metadata);
-    let namespace = cluster
-        .status
-        .as_ref()
-        .map(|s| s.namespace.clone())
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| fleet_api::names::cluster_namespace(cns, cname));
+    let namespace = bundle_deployment_namespace(cluster);
     let mut labels: BTreeMap<String, String> = BTreeMap::new();
     for (k, v) in bundle.metadata.labels.iter().flatten() {
         let fleet_label = k.starts_with(FLEET_LABEL_PREFIX);
