@@ -7,8 +7,8 @@
 //! at random.
 //!
 //! Function order: the functions an agent and `fleet template` execute are placed first in
-//! `.text` (`link-order.txt.gz`, made by `scripts/gen-link-order`), so a process maps a few
-//! hundred KiB of dense code instead of 64 KiB fault-around windows spread over 45 MB. Only
+//! `.text` (`link-order.txt.gz`, made by `scripts/gen-link-order`), so an agent maps about 5 MiB
+//! of dense code instead of 64 KiB fault-around windows spread over 45 MB. Only
 //! where rust-lld is the default linker (x86_64 Linux with glibc, Rust 1.90 and later) and no
 //! RUSTFLAGS choose another; a name the linker does not find is skipped, so a stale list costs
 //! memory, never correctness.

@@ -344,12 +344,24 @@ fn status_field(pid: u32, key: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Starts `fleet agent`; `FLEET_BENCH_AGENT_WRAPPER` (words separated by spaces) runs it under
+/// a tool, e.g. `valgrind --tool=callgrind` for `scripts/gen-link-order`.
 fn start_agent(env: &AgentEnv, kubeconfig: &Path) -> FleetProcess {
     let kc = kubeconfig.to_string_lossy().into_owned();
+    let bin = env.bin.to_string_lossy().into_owned();
+    let wrapper = std::env::var("FLEET_BENCH_AGENT_WRAPPER").unwrap_or_default();
+    let mut words: Vec<&str> = wrapper.split_whitespace().collect();
+    let agent = ["agent", "-k", &kc];
+    let Some(tool) = words.first().copied() else {
+        return FleetProcess::spawn(&env.bin, "fleet agent", &agent, &[("RUST_LOG", "warn")]);
+    };
+    words.remove(0);
+    words.push(&bin);
+    words.extend(agent);
     FleetProcess::spawn(
-        &env.bin,
+        Path::new(tool),
         "fleet agent",
-        &["agent", "-k", &kc],
+        &words,
         &[("RUST_LOG", "warn")],
     )
 }
