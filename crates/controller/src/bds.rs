@@ -232,6 +232,16 @@ impl<T: ?Sized> Default for Interner<T> {
 }
 
 impl<T: ?Sized + Eq + Hash> Interner<T> {
+    /// Drops values no cached object holds any more, once the table has doubled since the last
+    /// sweep (a sweep is a pass over the whole table).
+    fn sweep_if_full(&mut self) {
+        if self.set.len() >= self.sweep_at {
+            self.set.retain(|a| Arc::strong_count(a) > 1);
+            self.set.shrink_to_fit();
+            self.sweep_at = (self.set.len() * 2).max(1024);
+        }
+    }
+
     fn get<Q>(&mut self, v: &Q) -> Arc<T>
     where
         Arc<T>: std::borrow::Borrow<Q> + for<'a> From<&'a Q>,
@@ -240,11 +250,7 @@ impl<T: ?Sized + Eq + Hash> Interner<T> {
         if let Some(a) = self.set.get(v) {
             return a.clone();
         }
-        if self.set.len() >= self.sweep_at {
-            self.set.retain(|a| Arc::strong_count(a) > 1);
-            self.set.shrink_to_fit();
-            self.sweep_at = (self.set.len() * 2).max(1024);
-        }
+        self.sweep_if_full();
         let a: Arc<T> = Arc::from(v);
         self.set.insert(a.clone());
         a
@@ -257,11 +263,7 @@ impl<T: ?Sized + Eq + Hash> Interner<T> {
         if let Some(a) = self.set.get(&v) {
             return a.clone();
         }
-        if self.set.len() >= self.sweep_at {
-            self.set.retain(|a| Arc::strong_count(a) > 1);
-            self.set.shrink_to_fit();
-            self.sweep_at = (self.set.len() * 2).max(1024);
-        }
+        self.sweep_if_full();
         let a = Arc::new(v);
         self.set.insert(a.clone());
         a
