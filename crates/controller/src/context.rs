@@ -1,6 +1,7 @@
 //! Shared state of the controllers: the client, one reflector cache per kind (one watch each,
-//! shared by every reconciler), the BundleDeployment cache (a projection, see [`crate::bds`]), the trigger channels that turn an
-//! event on one kind into work-queue keys of another, the git fetch cache and the metrics.
+//! shared by every reconciler), the BundleDeployment cache (a projection, see [`crate::bds`]),
+//! the trigger channels that turn an event on one kind into work-queue keys of another, the git
+//! fetch cache and the metrics.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
