@@ -218,6 +218,7 @@ pub struct Fleet {
     order: BTreeMap<(String, String), usize>,
     mappings: BTreeMap<Key, BundleNamespaceMapping>,
     namespace_labels: BTreeMap<String, Labels>,
+    revision: u64,
 }
 
 impl Fleet {
@@ -321,6 +322,10 @@ impl Fleet {
                 let Some(slot) = self.clusters.get_mut(id) else {
                     return Vec::new();
                 };
+                if *slot.cluster == cluster {
+                    return Vec::new();
+                }
+                self.revision += 1;
                 let old = labels_of(&slot.cluster.metadata);
                 if old == labels_of(&cluster.metadata) {
                     slot.cluster = Arc::new(cluster);
@@ -332,6 +337,7 @@ impl Fleet {
                 id
             }
             None => {
+                self.revision += 1;
                 let id = self.clusters.insert(ClusterSlot {
                     cluster: Arc::new(cluster),
                     rank: 0,
@@ -363,6 +369,7 @@ impl Fleet {
         let Some(slot) = self.clusters.remove(id) else {
             return Vec::new();
         };
+        self.revision += 1;
         remove_id(&mut idx.by_name, name, id);
         idx.unindex_labels(id, name, labels_of(&slot.cluster.metadata));
         self.order
@@ -392,6 +399,10 @@ impl Fleet {
                 let Some(slot) = self.groups.get_mut(gid) else {
                     return Vec::new();
                 };
+                if slot.group == group {
+                    return Vec::new();
+                }
+                self.revision += 1;
                 let same = slot.group.spec.selector == group.spec.selector;
                 slot.selector = compile(&group);
                 slot.group = group;
@@ -401,6 +412,7 @@ impl Fleet {
                 gid
             }
             None => {
+                self.revision += 1;
                 let gid = self.groups.insert(GroupSlot {
                     selector: compile(&group),
                     group,
@@ -427,6 +439,7 @@ impl Fleet {
         let Some(slot) = self.groups.remove(gid) else {
             return Vec::new();
         };
+        self.revision += 1;
         let mut out = Vec::new();
         for id in slot.members {
             if let Some(cs) = self.clusters.get_mut(id) {
@@ -440,23 +453,41 @@ impl Fleet {
 
     /// Adds or replaces a bundle namespace mapping.
     pub fn upsert_mapping(&mut self, mapping: BundleNamespaceMapping) {
-        self.mappings.insert(Key::of(&mapping.metadata), mapping);
+        let key = Key::of(&mapping.metadata);
+        if self.mappings.get(&key) != Some(&mapping) {
+            self.revision += 1;
+            self.mappings.insert(key, mapping);
+        }
     }
 
     /// Removes a bundle namespace mapping (no-op when absent).
     pub fn remove_mapping(&mut self, namespace: &str, name: &str) {
-        self.mappings.remove(&Key::new(namespace, name));
+        if self.mappings.remove(&Key::new(namespace, name)).is_some() {
+            self.revision += 1;
+        }
     }
 
     /// Sets the labels of a namespace (mappings select namespaces by them).
     pub fn set_namespace_labels(&mut self, namespace: &str, labels: Labels) {
-        self.namespace_labels.insert(namespace.to_string(), labels);
+        if self.namespace_labels.get(namespace) != Some(&labels) {
+            self.revision += 1;
+            self.namespace_labels.insert(namespace.to_string(), labels);
+        }
     }
 
     /// Forgets a deleted namespace's labels. Its clusters, groups and mappings are removed by
     /// their own delete events.
     pub fn remove_namespace(&mut self, namespace: &str) {
-        self.namespace_labels.remove(namespace);
+        if self.namespace_labels.remove(namespace).is_some() {
+            self.revision += 1;
+        }
+    }
+
+    /// Bumped by every change of what targeting reads (an upsert of an equal object changes
+    /// nothing): targets computed at one revision hold until the revision moves, so a caller
+    /// may keep derived results keyed by it.
+    pub fn revision(&self) -> u64 {
+        self.revision
     }
 
     /// The cluster `namespace/name`.
@@ -932,6 +963,33 @@ mod tests {
             .collect();
         want.sort();
         assert_eq!(got, want);
+    }
+
+    /// The revision moves with every change targeting can see, and only then: an equal
+    /// upsert (a Cluster whose status alone changed, once the caller strips it) keeps it.
+    #[test]
+    fn revision_moves_only_on_change() {
+        let mut f = Fleet::default();
+        let r0 = f.revision();
+        f.upsert_cluster(cluster("a"));
+        let r1 = f.revision();
+        assert!(r1 > r0, "new cluster");
+        f.upsert_cluster(cluster("a"));
+        assert_eq!(f.revision(), r1, "equal cluster");
+        let mut labelled = cluster("a");
+        labelled.metadata.labels = Some([("env".to_string(), "x".to_string())].into());
+        f.upsert_cluster(labelled);
+        let r2 = f.revision();
+        assert!(r2 > r1, "labels changed");
+        f.set_namespace_labels("n", Labels::new());
+        let r3 = f.revision();
+        assert!(r3 > r2, "namespace labels new");
+        f.set_namespace_labels("n", Labels::new());
+        assert_eq!(f.revision(), r3, "namespace labels equal");
+        f.remove_cluster("n", "missing");
+        assert_eq!(f.revision(), r3, "nothing removed");
+        f.remove_cluster("n", "a");
+        assert!(f.revision() > r3, "cluster removed");
     }
 }
 
