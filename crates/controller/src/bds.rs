@@ -78,6 +78,13 @@ impl SpecHash {
     }
 }
 
+impl SpecHash {
+    /// Both fingerprints in one word, never 0 (0 means "not known" where these are remembered).
+    pub fn combined(&self) -> u64 {
+        (self.rest ^ self.options.rotate_left(32)) | 1
+    }
+}
+
 /// Fingerprint of a `valuesHash` (0: none), enough to tell whether the options Secret changed.
 pub fn values_fingerprint(values_hash: &str) -> u64 {
     if values_hash.is_empty() {

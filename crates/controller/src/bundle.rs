@@ -19,6 +19,7 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 
 use crate::bds::{CachedBd, Facts, SpecHash, values_fingerprint};
@@ -52,7 +53,7 @@ pub async fn controller(ctx: Arc<Context>) {
     let cfg = QueueConfig {
         kind: "bundle",
         debounce: Duration::from_millis(50),
-        concurrency: 8,
+        concurrency: 2,
         skip_status_only: Some(crate::context::no_status_input),
     };
     run_queue(
@@ -80,6 +81,8 @@ fn ns_name(b: &Bundle) -> (String, String) {
 
 /// What targeting and rollout decided for one bundle (computed under the Fleet read lock).
 struct Plan {
+    /// The [`fleet_targeting::Fleet`]'s revision the targets were computed at.
+    revision: u64,
     targets: Vec<fleet_targeting::Target>,
     existing: Vec<Option<Arc<CachedBd>>>,
     rts: Vec<RolloutTarget>,
@@ -147,6 +150,7 @@ fn plan(ctx: &Context, b: &Bundle, mid: &str) -> Result<Plan, String> {
     let partitions =
         fleet_targeting::rollout::partitions(&rollout, &views).map_err(|e| e.to_string())?;
     Ok(Plan {
+        revision: fleet.revision(),
         targets,
         existing,
         rts,
@@ -168,6 +172,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         .flatten()
         .any(|f| f == BUNDLE_FINALIZER);
     if bundle.metadata.deletion_timestamp.is_some() {
+        ctx.forget_desired_memo(&ObjectRef::from(bundle.as_ref()));
         if !has_finalizer {
             return Ok(Action::await_change());
         }
@@ -218,6 +223,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
     }
     let mid = fleet_targeting::manifest_id(&b);
     let Plan {
+        revision,
         targets,
         existing,
         rts,
@@ -257,8 +263,17 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         }));
         jobs.push((i, promoted));
     }
+    let mut memo = ctx.desired_memo(&bundle, revision, targets.len());
     let build = |(i, promoted): (usize, bool)| {
         let (t, ex) = (&targets[i], &existing[i]);
+        if promoted
+            && let Some(e) = ex
+            && memo.hashes[i] != 0
+            && memo.hashes[i] == e.spec_hash.combined()
+            && *e.deployment_id == *t.deployment_id
+        {
+            return None;
+        }
         let mut want = fleet_targeting::bundle_deployment(&b, &t.cluster, t, &mid);
         let mut unsplit = None;
         if !promoted {
@@ -272,6 +287,9 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         }
         let secret = split_values(&mut want);
         let hash = SpecHash::of(&mut want.spec, &want.metadata.labels);
+        if promoted {
+            memo.hashes[i] = hash.combined();
+        }
         let same = ex.as_ref().is_some_and(|e| {
             e.spec_hash.rest == hash.rest
                 && *e.deployment_id == *want.spec.deployment_id
@@ -294,6 +312,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
     for r in results {
         r?;
     }
+    ctx.keep_desired_memo(&bundle, memo);
 
     // Orphans: BDs of this bundle for clusters it no longer targets.
     let orphans: Vec<(String, String)> = keys(ctx.stores.bds.of_bundle(&ns, &name))
@@ -556,6 +575,7 @@ async fn write_bd(
     existing: Option<Arc<CachedBd>>,
     secret: Option<BTreeMap<String, Vec<u8>>>,
 ) -> Result<(), ReconcileError> {
+    let _slot = ctx.write_slot().await;
     let ns = want.metadata.namespace.clone().unwrap_or_default();
     let name = want.metadata.name.clone().unwrap_or_default();
     let api: Api<BundleDeployment> = Api::namespaced(ctx.client.clone(), &ns);
@@ -608,6 +628,7 @@ async fn delete_bds(ctx: &Arc<Context>, keys: Vec<(String, String)>) -> Result<(
             if cached.as_ref().is_some_and(|c| c.deleting) {
                 return Ok(());
             }
+            let _slot = ctx.write_slot().await;
             ctx.metrics.write();
             match api.delete(&name, &DeleteParams::default()).await {
                 Ok(_) => {}

@@ -114,6 +114,14 @@ pub struct Context {
     pub(crate) contents: Mutex<std::collections::HashSet<String>>,
     /// Wakes the Content garbage collector after BDs changed.
     pub(crate) content_changed: tokio::sync::Notify,
+    /// Per Bundle, the fingerprints of the BundleDeployments it wants (see [`DesiredMemo`]).
+    desired: Mutex<HashMap<ObjectRef<Bundle>, DesiredMemo>>,
+    /// When each Cluster's status was last written (see [`Context::status_spacing`]).
+    cluster_status_written: Mutex<HashMap<(String, String), Instant>>,
+    /// Bounds the BundleDeployment writes in flight across all reconciles: each needs a
+    /// connection, and eight bundles writing 32 each kept 256 TLS connections (with their
+    /// buffers) open where 32 keep the API server as busy.
+    write_slots: tokio::sync::Semaphore,
     ready: AtomicBool,
     leading: AtomicBool,
     started: Instant,
@@ -348,7 +356,18 @@ impl Context {
                 if deleted {
                     fl.remove_group(&key.namespace, &key.name);
                 } else {
-                    fl.upsert_group(g.clone());
+                    // Its status (and resourceVersion) are the group reconciler's output, not
+                    // targeting's input.
+                    fl.upsert_group(ClusterGroup {
+                        metadata: kube::api::ObjectMeta {
+                            name: g.metadata.name.clone(),
+                            namespace: g.metadata.namespace.clone(),
+                            labels: g.metadata.labels.clone(),
+                            ..Default::default()
+                        },
+                        spec: g.spec.clone(),
+                        status: None,
+                    });
                 }
                 let old = old_groups.get(&ObjectRef::from(g));
                 let changed = deleted
@@ -470,6 +489,7 @@ impl Context {
         });
         streams.push(drive(s));
 
+        let write_slots = opts.write_concurrency.max(1);
         let ctx = Context {
             fetch: FetchCache::new(cache_dir),
             client,
@@ -488,6 +508,9 @@ impl Context {
             polls: Mutex::new(HashMap::new()),
             contents: Mutex::new(Default::default()),
             content_changed: tokio::sync::Notify::new(),
+            desired: Mutex::new(HashMap::new()),
+            cluster_status_written: Mutex::new(HashMap::new()),
+            write_slots: tokio::sync::Semaphore::new(write_slots),
             ready: AtomicBool::new(false),
             leading: AtomicBool::new(false),
             started: Instant::now(),
@@ -533,13 +556,108 @@ impl Context {
     pub fn uptime(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
     }
+
+    /// The fingerprints a bundle's last pass computed for its targets, if they still hold: the
+    /// same bundle (uid, generation, labels) at the same Fleet revision has the same targets
+    /// in the same order, each wanting the same BundleDeployment. Otherwise an empty memo.
+    /// Taken out while a pass runs (a key is never reconciled twice at once).
+    pub(crate) fn desired_memo(&self, b: &Bundle, revision: u64, targets: usize) -> DesiredMemo {
+        let inputs = DesiredMemo::inputs_of(b, revision);
+        let kept = self
+            .desired
+            .lock()
+            .ok()
+            .and_then(|mut m| m.remove(&ObjectRef::from(b)));
+        match kept {
+            Some(m) if m.inputs == inputs && m.hashes.len() == targets => m,
+            _ => DesiredMemo {
+                inputs,
+                hashes: vec![0; targets],
+            },
+        }
+    }
+
+    /// Keeps a bundle's memo for its next pass (forgotten with the bundle).
+    pub(crate) fn keep_desired_memo(&self, b: &Bundle, memo: DesiredMemo) {
+        if let Ok(mut m) = self.desired.lock() {
+            m.insert(ObjectRef::from(b), memo);
+        }
+    }
+
+    /// How long a Cluster's status write must wait to be `spacing` after its last one (None:
+    /// write now, and that is remembered). Entries older than `spacing` are dropped as the map
+    /// is swept, so it holds only the clusters written recently.
+    pub(crate) fn status_spacing(
+        &self,
+        namespace: &str,
+        name: &str,
+        spacing: std::time::Duration,
+    ) -> Option<std::time::Duration> {
+        let mut m = self.cluster_status_written.lock().ok()?;
+        let now = Instant::now();
+        let key = (namespace.to_string(), name.to_string());
+        if let Some(last) = m.get(&key) {
+            let since = now.duration_since(*last);
+            if since < spacing {
+                return Some(spacing - since);
+            }
+        }
+        if m.len() >= 1024 && m.len().is_power_of_two() {
+            m.retain(|_, t| now.duration_since(*t) < spacing);
+        }
+        m.insert(key, now);
+        None
+    }
+
+    /// Waits for one of the write slots (see `write_slots`); the write runs while the permit lives.
+    pub(crate) async fn write_slot(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.write_slots.acquire().await.ok()
+    }
+
+    /// Forgets the memo of a deleted bundle.
+    pub(crate) fn forget_desired_memo(&self, b: &ObjectRef<Bundle>) {
+        if let Ok(mut m) = self.desired.lock() {
+            m.remove(b);
+        }
+    }
 }
 
-/// What targeting reads of a Cluster (metadata, spec, the namespace in its status): the
-/// [`Fleet`] holds a copy of each, and the status summaries are most of a Cluster's bytes.
+/// What a Bundle's BundleDeployments hash to, per target ([`crate::bds::SpecHash::combined`],
+/// 0 where not computed yet), so that a pass started by status changes (once a second per
+/// bundle during a rollout) compares cached hashes instead of building and serializing a
+/// thousand desired objects.
+pub(crate) struct DesiredMemo {
+    inputs: u64,
+    /// By target index.
+    pub(crate) hashes: Vec<u64>,
+}
+
+impl DesiredMemo {
+    fn inputs_of(b: &Bundle, revision: u64) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        b.metadata.uid.hash(&mut h);
+        b.metadata.generation.hash(&mut h);
+        b.metadata.labels.hash(&mut h);
+        revision.hash(&mut h);
+        h.finish()
+    }
+}
+
+/// What targeting reads of a Cluster (name, namespace, labels, annotations, spec, the namespace
+/// in its status): the [`Fleet`] holds a copy of each. The status summaries are most of a
+/// Cluster's bytes, and a copy without the resourceVersion equals the one before when only the
+/// status changed, so the Fleet's revision (and every target derived from it) stays.
 fn targeting_copy(c: &Cluster) -> Cluster {
+    let m = &c.metadata;
     Cluster {
-        metadata: c.metadata.clone(),
+        metadata: kube::api::ObjectMeta {
+            name: m.name.clone(),
+            namespace: m.namespace.clone(),
+            labels: m.labels.clone(),
+            annotations: m.annotations.clone(),
+            ..Default::default()
+        },
         spec: c.spec.clone(),
         status: c.status.as_ref().map(|s| fleet_api::ClusterStatus {
             namespace: s.namespace.clone(),
