@@ -201,6 +201,8 @@ pub struct Target<'a> {
     /// status set by a controller while the rest of the bundle is still being applied) are
     /// already attributed to the BundleDeployment when they arrive.
     pub claim: &'a (dyn Fn(&ObjRef) + Send + Sync),
+    /// Called with each object's apply answer: its watch's echo of that write is no news.
+    pub applied: &'a (dyn Fn(&ObjRef, &Value) + Send + Sync),
 }
 
 /// Result of a deploy: the release (`ns/name:version`) and the applied objects.
@@ -329,6 +331,7 @@ pub async fn deploy(
         if r.kind == "CustomResourceDefinition" {
             wait_established(ds, &r).await?;
         } else {
+            (t.applied)(&r, &now);
             live_after.push(now);
         }
         applied.push(o);
