@@ -209,6 +209,7 @@ impl Agent {
                 kube_version: &self.kube_version,
                 claim: &claim,
                 applied: &applied,
+                releases: &self.releases,
             };
             match deploy::deploy(&t, &bd, &resources, &history).await {
                 Ok(d) => {
