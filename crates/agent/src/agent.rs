@@ -79,9 +79,13 @@ impl Agent {
     ) -> Result<(), kube::Error> {
         let mut new = new;
         new.display = display_of(bd, &new);
-        let old = bd.status.clone().unwrap_or_default();
-        let (Ok(old_v), Ok(new_v)) = (serde_json::to_value(&old), serde_json::to_value(&new))
-        else {
+        let unset = BundleDeploymentStatus::default();
+        let old = bd.status.as_ref().unwrap_or(&unset);
+        if *old == new {
+            // Equal statuses serialize equal: nothing to diff (most checks change nothing).
+            return Ok(());
+        }
+        let (Ok(old_v), Ok(new_v)) = (serde_json::to_value(old), serde_json::to_value(&new)) else {
             return Ok(());
         };
         let Some(patch) = merge_diff(&old_v, &new_v) else {
