@@ -69,12 +69,12 @@ fn remove_pointer(v: &mut Value, ptr: &str) {
 pub fn drift(desired: &Value, live: &Value, ignore: &[String]) -> Option<Value> {
     let string_data = desired.get("kind").and_then(Value::as_str) == Some("Secret")
         && desired.get("stringData").is_some();
-    if ignore.is_empty() && !string_data {
+    if ignore.is_empty()
+        && !string_data
+        && let (Value::Object(d), Value::Object(l)) = (desired, live)
+    {
         // Nothing to rewrite: compare in place (this runs for every object at every check).
-        return match (desired, live) {
-            (Value::Object(d), Value::Object(l)) => contained_entries(d, l, Some("status")),
-            _ => contained_patch(desired, live),
-        };
+        return contained_entries(d, l, Some("status"));
     }
     let mut d = desired.clone();
     let mut l = live.clone();
