@@ -3,6 +3,7 @@
 //! and its status patched only when it changed. Deletion downstream happens only when a
 //! BundleDeployment is seen deleted, never because the manager cannot be reached.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,9 +79,13 @@ impl Agent {
     ) -> Result<(), kube::Error> {
         let mut new = new;
         new.display = display_of(bd, &new);
-        let old = bd.status.clone().unwrap_or_default();
-        let (Ok(old_v), Ok(new_v)) = (serde_json::to_value(&old), serde_json::to_value(&new))
-        else {
+        let unset = BundleDeploymentStatus::default();
+        let old = bd.status.as_ref().unwrap_or(&unset);
+        if *old == new {
+            // Equal statuses serialize equal: nothing to diff (most checks change nothing).
+            return Ok(());
+        }
+        let (Ok(old_v), Ok(new_v)) = (serde_json::to_value(old), serde_json::to_value(&new)) else {
             return Ok(());
         };
         let Some(patch) = merge_diff(&old_v, &new_v) else {
@@ -171,12 +176,12 @@ impl Agent {
 
         // After a deploy: the server's answers to its applies.
         let mut just_applied: Option<Vec<Value>> = None;
-        let objects: Vec<Value> = if up_to_date {
+        // Borrowed from the release record when no deploy ran (most checks).
+        let objects: Cow<'_, [Value]> = if up_to_date {
             self.waiting.remove(name);
-            current
-                .as_ref()
-                .map(|r| r.manifest_objects().to_vec())
-                .unwrap_or_default()
+            current.as_ref().map_or(Cow::Borrowed(&[][..]), |r| {
+                Cow::Borrowed(r.manifest_objects())
+            })
         } else {
             if self.failed.get(name) == Some(&bd.spec.deployment_id) {
                 return Ok(());
@@ -200,12 +205,15 @@ impl Agent {
                 .await
                 .map_err(|e| e.to_string())?;
             let claim = self.drift.claimer(name);
+            let applied = self.drift.apply_recorder();
             let t = Target {
                 ds: &self.ds,
                 agent_namespace: &self.agent_namespace,
                 deployment_namespace: &self.up.deployment_namespace,
                 kube_version: &self.kube_version,
                 claim: &claim,
+                applied: &applied,
+                releases: &self.releases,
             };
             match deploy::deploy(&t, &bd, &resources, &history).await {
                 Ok(d) => {
@@ -216,7 +224,7 @@ impl Agent {
                     monitor::set_condition(&mut st.conditions, "Installed", true, "");
                     namespace_metadata(&self.ds, &rel_ns, &bd).await?;
                     just_applied = Some(d.live);
-                    d.objects
+                    Cow::Owned(d.objects)
                 }
                 Err(e) if e.is_manifest_error() => {
                     tracing::warn!(bundledeployment = name, "deploy failed: {e}");
@@ -245,35 +253,31 @@ impl Agent {
 
         // The release before the current one (the history is oldest first and was read before
         // any deploy above, so after a deploy its newest record is the previous release).
-        let previous: Vec<Value> = {
+        let previous: &[Value] = {
             let mut deployed = history.iter().rev().filter(|r| r.status() != "failed");
             if up_to_date {
                 deployed.next();
             }
-            deployed
-                .next()
-                .map(|r| r.manifest_objects().to_vec())
-                .unwrap_or_default()
+            deployed.next().map_or(&[][..], |r| r.manifest_objects())
         };
         // The previous release's objects are watched too: one coming back is reported extra.
         let refs: Vec<ObjRef> = objects
             .iter()
-            .chain(&previous)
+            .chain(previous)
             .filter_map(ObjRef::of)
             .collect();
         let listed_now = self.drift.track(name, &refs).await;
         // Right after a deploy the watches may lag behind what was just written: read what the
         // applies answered, except for kinds whose watch listed after the deploy (newer).
         let drift_cache = self.drift.cache().clone();
-        let applied_cache = just_applied.as_ref().map(|live| {
+        let applied_cache = just_applied.map(|live| {
             let older: Vec<Value> = live
-                .iter()
+                .into_iter()
                 .filter(|o| {
                     ObjRef::of(o).is_some_and(|r| !listed_now.contains(&(r.api_version, r.kind)))
                 })
-                .cloned()
                 .collect();
-            crate::drift::LiveCache::of_objects(&older)
+            crate::drift::LiveCache::of_objects(older)
         });
         let caches: Vec<&crate::drift::LiveCache> =
             applied_cache.iter().chain([&drift_cache]).collect();
@@ -281,7 +285,7 @@ impl Agent {
             &self.ds,
             &caches,
             &objects,
-            &previous,
+            previous,
             (&rel_name, &rel_ns),
             &bd.spec.options,
         )
@@ -293,7 +297,7 @@ impl Agent {
                 &self.ds,
                 &[],
                 &objects,
-                &previous,
+                previous,
                 (&rel_name, &rel_ns),
                 &bd.spec.options,
             )
@@ -736,6 +740,12 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
                 }
             }
             Some(name) = rx.recv() => agent.enqueue(name),
+        }
+        // Every check already asked for joins the queue now, once per BundleDeployment: taken
+        // one per turn, each would check its BundleDeployment again (a deploy's objects each
+        // report, and a check reads them all).
+        while let Ok(name) = rx.try_recv() {
+            agent.enqueue(name);
         }
         while let Some(name) = agent.queue.pop_front() {
             agent.queued.remove(&name);

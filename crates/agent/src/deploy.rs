@@ -201,6 +201,10 @@ pub struct Target<'a> {
     /// status set by a controller while the rest of the bundle is still being applied) are
     /// already attributed to the BundleDeployment when they arrive.
     pub claim: &'a (dyn Fn(&ObjRef) + Send + Sync),
+    /// Decoded release records: the records a deploy writes go in as written.
+    pub releases: &'a release::ReleaseCache,
+    /// Called with each object's apply answer: its watch's echo of that write is no news.
+    pub applied: &'a (dyn Fn(&ObjRef, &Value) + Send + Sync),
 }
 
 /// Result of a deploy: the release (`ns/name:version`) and the applied objects.
@@ -329,6 +333,7 @@ pub async fn deploy(
         if r.kind == "CustomResourceDefinition" {
             wait_established(ds, &r).await?;
         } else {
+            (t.applied)(&r, &now);
             live_after.push(now);
         }
         applied.push(o);
@@ -361,8 +366,7 @@ pub async fn deploy(
         max_history: helm.max_history,
         service_account: &opts.service_account,
     };
-    let version =
-        release::store(&ds.client, &new, release::manifest_of(&applied), previous).await?;
+    let version = release::store(&ds.client, t.releases, &new, &applied, previous).await?;
     Ok(Deployed {
         release: format!("{rel_ns}/{rel_name}:{version}"),
         objects: applied,

@@ -20,16 +20,60 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::objects::{Downstream, ObjRef};
 
-/// Which BundleDeployment owns each deployed object.
-pub type Owners = Arc<Mutex<HashMap<ObjRef, String>>>;
+/// Which BundleDeployment owns each deployed object (shared with the watch tasks).
+pub type Owners = Arc<Mutex<Ownership>>;
+
+/// Deployed objects by owning BundleDeployment, both ways, and the resourceVersion each got
+/// from the agent's own last apply (the echo of that write on the watch is not news).
+#[derive(Default)]
+pub struct Ownership {
+    owner: HashMap<ObjRef, String>,
+    objects: HashMap<String, HashSet<ObjRef>>,
+    applied: HashMap<ObjRef, String>,
+}
+
+impl Ownership {
+    fn claim(&mut self, r: &ObjRef, bd: &str) {
+        if let Some(old) = self.owner.insert(r.clone(), bd.to_string())
+            && old != bd
+            && let Some(objs) = self.objects.get_mut(&old)
+        {
+            objs.remove(r);
+        }
+        self.objects
+            .entry(bd.to_string())
+            .or_default()
+            .insert(r.clone());
+    }
+
+    fn release_all(&mut self, bd: &str) {
+        for r in self.objects.remove(bd).unwrap_or_default() {
+            if self.owner.get(&r).is_some_and(|b| b == bd) {
+                self.owner.remove(&r);
+                self.applied.remove(&r);
+            }
+        }
+    }
+
+    /// The owner to tell about an event on `r` at `rv`; None when nobody owns it, or when
+    /// `rv` is what the agent's own apply answered (its monitor already read that state).
+    fn notify(&mut self, r: &ObjRef, rv: Option<&str>) -> Option<String> {
+        if rv.is_some() && self.applied.get(r).map(String::as_str) == rv {
+            self.applied.remove(r);
+            return None;
+        }
+        self.owner.get(r).cloned()
+    }
+}
 
 /// How long `track` waits for a new kind's first list before the monitor falls back to GETs.
 const FIRST_LIST_WAIT: Duration = Duration::from_secs(10);
 
-/// The objects one kind's watch has seen, by (namespace, name).
+/// The objects one kind's watch has seen, by (namespace, name), as JSON with apiVersion and
+/// kind (converted once per event, not once per read).
 #[derive(Default)]
 struct KindCache {
-    objects: Mutex<HashMap<(String, String), Arc<DynamicObject>>>,
+    objects: Mutex<HashMap<(String, String), Arc<Value>>>,
     synced: AtomicBool,
     listed: Notify,
 }
@@ -46,7 +90,7 @@ pub struct LiveCache {
 impl LiveCache {
     /// The live object as last seen by its kind's watch; None when the kind is not watched
     /// (or not listed yet) or the watch has not seen the object (then ask the server).
-    pub fn get(&self, r: &ObjRef) -> Option<Value> {
+    pub fn get(&self, r: &ObjRef) -> Option<Arc<Value>> {
         match self.lookup(r) {
             Seen::Present(v) => Some(v),
             Seen::Absent | Seen::Unknown => None,
@@ -55,15 +99,16 @@ impl LiveCache {
 
     /// A snapshot holding just `objects` (the answers to a deploy's applies): their kinds count
     /// as listed, so an object of those kinds that is not among them reads as absent.
-    pub fn of_objects(objects: &[Value]) -> LiveCache {
+    pub fn of_objects(objects: Vec<Value>) -> LiveCache {
         let mut kinds: Kinds = HashMap::new();
-        for v in objects {
-            let (Some(r), Ok(o)) = (
-                ObjRef::of(v),
-                serde_json::from_value::<DynamicObject>(v.clone()),
-            ) else {
+        for mut o in objects {
+            let Some(r) = ObjRef::of(&o) else {
                 continue;
             };
+            if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.remove("managedFields");
+            }
+            let o = Arc::new(o);
             let kc = kinds
                 .entry((r.api_version.clone(), r.kind.clone()))
                 .or_insert_with(|| {
@@ -74,7 +119,7 @@ impl LiveCache {
             kc.objects
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(key_of(&o), slim(o));
+                .insert((r.namespace, r.name), o);
         }
         LiveCache {
             kinds: Arc::new(Mutex::new(kinds)),
@@ -96,22 +141,16 @@ impl LiveCache {
         if !kc.synced.load(Ordering::Acquire) {
             return Seen::Unknown;
         }
-        let Some(o) = kc
+        let o = kc
             .objects
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&(r.namespace.clone(), r.name.clone()))
-            .cloned()
-        else {
-            return Seen::Absent;
-        };
-        let Ok(mut v) = serde_json::to_value(&*o) else {
-            return Seen::Unknown;
-        };
-        // DynamicObject drops these; the monitor compares them with the desired object.
-        v["apiVersion"] = Value::String(r.api_version.clone());
-        v["kind"] = Value::String(r.kind.clone());
-        Seen::Present(v)
+            .cloned();
+        match o {
+            Some(o) => Seen::Present(o),
+            None => Seen::Absent,
+        }
     }
 }
 
@@ -123,7 +162,7 @@ pub enum Seen {
     /// Listed, and no labelled object of that name exists.
     Absent,
     /// The object as last seen.
-    Present(Value),
+    Present(Arc<Value>),
 }
 
 /// The running per-kind watches.
@@ -142,9 +181,14 @@ fn key_of(o: &DynamicObject) -> (String, String) {
     )
 }
 
-fn slim(mut o: DynamicObject) -> Arc<DynamicObject> {
+/// The object as the monitor reads it: JSON without `managedFields`, with its apiVersion and
+/// kind (which DynamicObject may not carry). None if it does not serialize.
+fn slim(mut o: DynamicObject, api_version: &str, kind: &str) -> Option<Arc<Value>> {
     o.metadata.managed_fields = None;
-    Arc::new(o)
+    let mut v = serde_json::to_value(&o).ok()?;
+    v["apiVersion"] = Value::String(api_version.to_string());
+    v["kind"] = Value::String(kind.to_string());
+    Some(Arc::new(v))
 }
 
 impl DriftWatches {
@@ -177,7 +221,28 @@ impl DriftWatches {
             owners
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(r.clone(), bd.clone());
+                .claim(r, &bd);
+        }
+    }
+
+    /// A function recording the answer to the agent's own apply of an object: the watch event
+    /// carrying that same resourceVersion then queues no check, since the check after the
+    /// deploy reads that answer. (Each such echo queued a check of the whole BundleDeployment
+    /// that found nothing new: three per deploy of a three-object bundle.)
+    pub fn apply_recorder(&self) -> impl Fn(&ObjRef, &Value) + Send + Sync + use<> {
+        let owners = self.owners.clone();
+        move |r: &ObjRef, live: &Value| {
+            let Some(rv) = live
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+            else {
+                return;
+            };
+            owners
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .applied
+                .insert(r.clone(), rv.to_string());
         }
     }
 
@@ -188,10 +253,15 @@ impl DriftWatches {
     pub async fn track(&mut self, bd: &str, objs: &[ObjRef]) -> HashSet<(String, String)> {
         {
             let mut o = self.owners.lock().unwrap_or_else(|e| e.into_inner());
-            o.retain(|_, b| b != bd);
+            let kept: HashMap<ObjRef, String> = objs
+                .iter()
+                .filter_map(|r| o.applied.get(r).map(|rv| (r.clone(), rv.clone())))
+                .collect();
+            o.release_all(bd);
             for r in objs {
-                o.insert(r.clone(), bd.to_string());
+                o.claim(r, bd);
             }
+            o.applied.extend(kept);
         }
         let mut new = Vec::new();
         let mut listed_now = HashSet::new();
@@ -220,23 +290,24 @@ impl DriftWatches {
             tokio::spawn(async move {
                 let mut s = watcher(api, cfg).default_backoff().boxed();
                 // A (re-)list is collected aside and replaces the cache when complete.
-                let mut relist: Option<HashMap<(String, String), Arc<DynamicObject>>> = None;
+                let mut relist: Option<HashMap<(String, String), Arc<Value>>> = None;
                 let mut initial = true;
                 while let Some(ev) = s.next().await {
-                    let (k, notify) = match ev {
+                    let (k, rv) = match ev {
                         Ok(watcher::Event::Init) => {
                             relist = Some(HashMap::new());
                             continue;
                         }
                         Ok(watcher::Event::InitApply(o)) => {
                             let k = key_of(&o);
-                            relist
-                                .get_or_insert_with(HashMap::new)
-                                .insert(k.clone(), slim(o));
+                            let Some(v) = slim(o, &api_version, &kind_name) else {
+                                continue;
+                            };
+                            relist.get_or_insert_with(HashMap::new).insert(k.clone(), v);
                             if initial {
                                 continue;
                             }
-                            (k, true)
+                            (k, None)
                         }
                         Ok(watcher::Event::InitDone) => {
                             if let Some(m) = relist.take() {
@@ -249,11 +320,14 @@ impl DriftWatches {
                         }
                         Ok(watcher::Event::Apply(o)) => {
                             let k = key_of(&o);
-                            kc.objects
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .insert(k.clone(), slim(o));
-                            (k, true)
+                            let rv = o.metadata.resource_version.clone();
+                            let mut objects = kc.objects.lock().unwrap_or_else(|e| e.into_inner());
+                            match slim(o, &api_version, &kind_name) {
+                                Some(v) => objects.insert(k.clone(), v),
+                                None => objects.remove(&k),
+                            };
+                            drop(objects);
+                            (k, rv)
                         }
                         Ok(watcher::Event::Delete(o)) => {
                             let k = key_of(&o);
@@ -261,16 +335,13 @@ impl DriftWatches {
                                 .lock()
                                 .unwrap_or_else(|e| e.into_inner())
                                 .remove(&k);
-                            (k, true)
+                            (k, None)
                         }
                         Err(e) => {
                             tracing::debug!("drift watch {api_version} {kind_name}: {e}");
                             continue;
                         }
                     };
-                    if !notify {
-                        continue;
-                    }
                     let r = ObjRef {
                         api_version: api_version.clone(),
                         kind: kind_name.clone(),
@@ -280,8 +351,7 @@ impl DriftWatches {
                     let owner = owners
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .get(&r)
-                        .cloned();
+                        .notify(&r, rv.as_deref());
                     if let Some(bd) = owner
                         && tx.send(bd).is_err()
                     {
@@ -305,6 +375,45 @@ impl DriftWatches {
         self.owners
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|_, b| b != bd);
+            .release_all(bd);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cm(name: &str) -> ObjRef {
+        ObjRef {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: "n".into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn the_echo_of_an_own_apply_is_no_news_other_events_are() {
+        let mut o = Ownership::default();
+        o.claim(&cm("a"), "bd");
+        o.applied.insert(cm("a"), "7".into());
+        assert_eq!(o.notify(&cm("a"), Some("7")), None, "echo of the apply");
+        assert_eq!(o.notify(&cm("a"), Some("7")).as_deref(), Some("bd"));
+        assert_eq!(o.notify(&cm("a"), Some("8")).as_deref(), Some("bd"));
+        assert_eq!(o.notify(&cm("a"), None).as_deref(), Some("bd"));
+        assert_eq!(o.notify(&cm("b"), Some("7")), None, "nobody's");
+    }
+
+    #[test]
+    fn claims_move_between_bundle_deployments_and_are_released() {
+        let mut o = Ownership::default();
+        o.claim(&cm("a"), "one");
+        o.claim(&cm("b"), "one");
+        o.claim(&cm("a"), "two");
+        o.release_all("one");
+        assert_eq!(o.notify(&cm("a"), None).as_deref(), Some("two"));
+        assert_eq!(o.notify(&cm("b"), None), None);
+        o.release_all("two");
+        assert_eq!(o.notify(&cm("a"), None), None);
     }
 }

@@ -4,6 +4,8 @@
 //! condition's timestamps kept unless it changes, so an unchanged cluster gives an unchanged
 //! status (and no write).
 
+use std::sync::Arc;
+
 use fleet_api::{
     BundleDeploymentOptions, BundleDeploymentResource, BundleDeploymentStatus, Condition,
     ModifiedStatus, NonReadyStatus, ResourceCounts,
@@ -73,7 +75,7 @@ pub async fn observe(
         };
         let live = match seen(caches, &r) {
             Seen::Present(v) => Some(v),
-            Seen::Absent | Seen::Unknown => ds.get(&r).await?,
+            Seen::Absent | Seen::Unknown => ds.get(&r).await?.map(Arc::new),
         };
         let Some(live) = live else {
             ob.counts.missing += 1;
@@ -130,7 +132,7 @@ pub async fn observe(
         let live = match seen(caches, &r) {
             Seen::Present(v) => Some(v),
             Seen::Absent => None,
-            Seen::Unknown => ds.get(&r).await?,
+            Seen::Unknown => ds.get(&r).await?.map(Arc::new),
         };
         let Some(live) = live else {
             continue;

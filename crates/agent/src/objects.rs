@@ -5,7 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use kube::Api;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::Resource;
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GetParams, GroupVersionKind, Patch, PatchParams,
+};
 use serde_json::Value;
 
 /// The field manager of every downstream write the agent makes.
@@ -131,20 +134,43 @@ impl Downstream {
         })
     }
 
+    /// Requests about one object, answered as plain JSON: the agent reads objects as
+    /// `Value`s, and a typed answer would be decoded and then encoded again into one.
+    async fn request(&self, r: &ObjRef) -> Result<kube::core::Request, kube::Error> {
+        let k = self.kind(&r.api_version, &r.kind).await?;
+        let ns = k.namespaced.then_some(r.namespace.as_str());
+        Ok(kube::core::Request::new(DynamicObject::url_path(
+            &k.resource,
+            ns,
+        )))
+    }
+
     /// The live object, or None when it does not exist.
     pub async fn get(&self, r: &ObjRef) -> Result<Option<Value>, kube::Error> {
-        let api = self.api(r).await?;
-        let o = api.get_opt(&r.name).await?;
-        Ok(o.and_then(|o| serde_json::to_value(o).ok()))
+        let mut req = self
+            .request(r)
+            .await?
+            .get(&r.name, &GetParams::default())
+            .map_err(kube::Error::BuildRequest)?;
+        req.extensions_mut().insert("get");
+        match self.client.request::<Value>(req).await {
+            Ok(o) => Ok(Some(o)),
+            Err(kube::Error::Api(s)) if s.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Server-side apply of `obj` under [`FIELD_MANAGER`] (force takes conflicting fields).
     pub async fn apply(&self, r: &ObjRef, obj: &Value, force: bool) -> Result<Value, kube::Error> {
-        let api = self.api(r).await?;
         let mut pp = PatchParams::apply(FIELD_MANAGER);
         pp.force = force;
-        let o = api.patch(&r.name, &pp, &Patch::Apply(obj)).await?;
-        Ok(serde_json::to_value(o).unwrap_or(Value::Null))
+        let mut req = self
+            .request(r)
+            .await?
+            .patch(&r.name, &pp, &Patch::Apply(obj))
+            .map_err(kube::Error::BuildRequest)?;
+        req.extensions_mut().insert("patch");
+        self.client.request::<Value>(req).await
     }
 
     /// Deletes an object (already gone is fine), letting the cluster collect its dependents.

@@ -5,14 +5,14 @@
 //! also the agent's memory of which objects a BundleDeployment created (for prune and uninstall).
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use base64::Engine;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube::{Api, Resource};
 use serde_json::{Value, json};
 
 use crate::objects::ObjRef;
@@ -46,9 +46,17 @@ impl Record {
         if s.type_.as_deref() != Some(SECRET_TYPE) {
             return None;
         }
-        let release = decode(&s.data.as_ref()?.get("release")?.0)?;
+        Record::of_data(
+            s.metadata.name.clone()?,
+            &s.data.as_ref()?.get("release")?.0,
+        )
+    }
+
+    /// The record in a Secret named `secret_name` whose `release` key holds `data`.
+    fn of_data(secret_name: String, data: &[u8]) -> Option<Record> {
+        let release = decode(data)?;
         Some(Record {
-            secret_name: s.metadata.name.clone()?,
+            secret_name,
             version: release.get("version").and_then(Value::as_i64)?,
             release: Arc::new(release),
             objects: Arc::default(),
@@ -123,9 +131,43 @@ pub enum ReleaseError {
 /// base64(gzip(json)), as Helm's Secrets driver encodes a release. Gzip's fastest level: any
 /// level decodes the same, and the default level was most of the cost of writing a record.
 pub fn encode(release: &Value) -> std::io::Result<String> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    enc.write_all(&serde_json::to_vec(release)?)?;
-    Ok(base64::engine::general_purpose::STANDARD.encode(enc.finish()?))
+    Ok(base64::engine::general_purpose::STANDARD.encode(gzip(&serde_json::to_vec(release)?)?))
+}
+
+thread_local! {
+    /// One deflate state per thread, reset for each record: a new one is some hundred KiB of
+    /// tables, zeroed and faulted in again for every record of a few KiB.
+    static DEFLATE: std::cell::RefCell<flate2::Compress> =
+        std::cell::RefCell::new(flate2::Compress::new(flate2::Compression::fast(), false));
+}
+
+/// `data` gzipped at the fastest level, byte for byte what `flate2::write::GzEncoder` writes
+/// (its header for that level: no name, mtime 0, XFL 4, OS 255), with a reused deflate state.
+fn gzip(data: &[u8]) -> std::io::Result<Vec<u8>> {
+    DEFLATE.with_borrow_mut(|c| {
+        c.reset();
+        let mut out = Vec::with_capacity(data.len() / 2 + 64);
+        out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255]);
+        loop {
+            let done = usize::try_from(c.total_in()).unwrap_or(data.len());
+            let status = c
+                .compress_vec(
+                    data.get(done..).unwrap_or_default(),
+                    &mut out,
+                    flate2::FlushCompress::Finish,
+                )
+                .map_err(std::io::Error::other)?;
+            if status == flate2::Status::StreamEnd {
+                break;
+            }
+            out.reserve(out.capacity().max(64));
+        }
+        let mut crc = flate2::Crc::new();
+        crc.update(data);
+        out.extend_from_slice(&crc.sum().to_le_bytes());
+        out.extend_from_slice(&crc.amount().to_le_bytes());
+        Ok(out)
+    })
 }
 
 /// The inverse of [`encode`] (Helm also accepts un-gzipped JSON).
@@ -181,11 +223,67 @@ pub struct ReleaseCache {
 type Versioned = (String, Record);
 
 impl ReleaseCache {
+    /// Remembers a record this agent just wrote, as the Secret holding it (`rv`): the next
+    /// [`history`] reuses it instead of decoding what it encoded a moment ago.
+    fn remember(&self, namespace: &str, name: &str, rv: String, record: Record) {
+        if rv.is_empty() {
+            return;
+        }
+        if let Ok(mut m) = self.releases.lock() {
+            let known = m
+                .entry((namespace.to_string(), name.to_string()))
+                .or_default();
+            known.retain(|(_, r)| r.secret_name != record.secret_name);
+            known.push((rv, record));
+        }
+    }
+
     /// Forgets a release (its records were deleted).
     pub fn forget(&self, namespace: &str, name: &str) {
         if let Ok(mut m) = self.releases.lock() {
             m.remove(&(namespace.to_string(), name.to_string()));
         }
+    }
+}
+
+/// A list of release Secrets as [`history`] reads it: a record's name, resourceVersion, type
+/// and its `release` data still in the list's base64, decoded only when not cached (Secrets'
+/// other fields, managedFields and labels included, are skipped unread).
+#[derive(serde::Deserialize)]
+struct RecordList {
+    #[serde(default)]
+    items: Vec<RecordSecret>,
+}
+
+#[derive(serde::Deserialize)]
+struct RecordSecret {
+    #[serde(default)]
+    metadata: RecordMeta,
+    #[serde(rename = "type")]
+    type_: Option<String>,
+    data: Option<RecordData>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct RecordMeta {
+    name: Option<String>,
+    #[serde(rename = "resourceVersion")]
+    resource_version: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct RecordData {
+    release: Option<String>,
+}
+
+impl RecordSecret {
+    fn record(&self) -> Option<Record> {
+        if self.type_.as_deref() != Some(SECRET_TYPE) {
+            return None;
+        }
+        let b64 = self.data.as_ref()?.release.as_ref()?;
+        let data = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+        Record::of_data(self.metadata.name.clone()?, &data)
     }
 }
 
@@ -197,13 +295,17 @@ pub async fn history(
     namespace: &str,
     name: &str,
 ) -> Result<Vec<Record>, ReleaseError> {
-    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let lp = ListParams::default().labels(&format!("owner=helm,name={name}"));
-    let list = api.list(&lp).await.map_err(|source| ReleaseError::Api {
+    let api_err = |source| ReleaseError::Api {
         namespace: namespace.into(),
         name: name.into(),
         source,
-    })?;
+    };
+    let lp = ListParams::default().labels(&format!("owner=helm,name={name}"));
+    let mut req = kube::core::Request::new(Secret::url_path(&(), Some(namespace)))
+        .list(&lp)
+        .map_err(|e| api_err(kube::Error::BuildRequest(e)))?;
+    req.extensions_mut().insert("list");
+    let list: RecordList = client.request(req).await.map_err(api_err)?;
     let key = (namespace.to_string(), name.to_string());
     let known = cache
         .releases
@@ -219,7 +321,7 @@ pub async fn history(
         });
         let record = match cached {
             Some((_, r)) => Some(r.clone()),
-            None => Record::of_secret(s),
+            None => s.record(),
         };
         if let Some(r) = record {
             fresh.push((rv, r));
@@ -267,10 +369,12 @@ fn secret_name(name: &str, version: i64) -> String {
 /// and pruning beyond `maxHistory`, as Helm's upgrade does). Returns the new version.
 pub async fn store(
     client: &kube::Client,
+    cache: &ReleaseCache,
     new: &NewRelease<'_>,
-    manifest: String,
+    applied: &[Value],
     previous: &[Record],
 ) -> Result<i64, ReleaseError> {
+    let manifest = manifest_of(applied);
     let api: Api<Secret> = Api::namespaced(client.clone(), new.namespace);
     let api_err = |source| ReleaseError::Api {
         namespace: new.namespace.into(),
@@ -320,12 +424,34 @@ pub async fn store(
         "version": version,
         "namespace": new.namespace,
     });
-    api.create(
-        &PostParams::default(),
-        &record_secret(new, version, "deployed", &release)?,
-    )
-    .await
-    .map_err(api_err)?;
+    let created = api
+        .create(
+            &PostParams::default(),
+            &record_secret(new, version, "deployed", &release)?,
+        )
+        .await
+        .map_err(api_err)?;
+    // What the records hold is known here: remembered as written, with their manifests'
+    // objects (the applied objects themselves, which is what reading the manifest gives).
+    let remember = |s: &Secret, release: Value, objects: Arc<OnceLock<Vec<Value>>>| {
+        let (Some(rv), Some(secret_name)) =
+            (s.metadata.resource_version.clone(), s.metadata.name.clone())
+        else {
+            return;
+        };
+        let record = Record {
+            secret_name,
+            version: release.get("version").and_then(Value::as_i64).unwrap_or(0),
+            release: Arc::new(release),
+            objects,
+        };
+        cache.remember(new.namespace, new.name, rv, record);
+    };
+    remember(
+        &created,
+        release,
+        Arc::new(OnceLock::from(applied.to_vec())),
+    );
     // Earlier deployed records become superseded, as after a Helm upgrade.
     for r in previous.iter().filter(|r| r.status() == "deployed") {
         let mut rel = (*r.release).clone();
@@ -333,9 +459,11 @@ pub async fn store(
             info.insert("status".into(), json!("superseded"));
         }
         let s = record_secret(new, r.version, "superseded", &rel)?;
-        api.replace(&r.secret_name, &PostParams::default(), &s)
+        let replaced = api
+            .replace(&r.secret_name, &PostParams::default(), &s)
             .await
             .map_err(api_err)?;
+        remember(&replaced, rel, r.objects.clone());
     }
     // Keep at most maxHistory records (Helm's default for Fleet is 2).
     let max = if new.max_history > 0 {
@@ -416,6 +544,7 @@ pub async fn delete_all(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn encode_decode_round_trip_and_helm_layout() {
@@ -431,6 +560,86 @@ mod tests {
         );
         assert_eq!(decode(enc.as_bytes()).unwrap(), rel);
         assert_eq!(secret_name("app", 2), "sh.helm.release.v1.app.v2");
+    }
+
+    #[test]
+    fn gzip_is_what_gz_encoder_writes_also_with_a_reused_state() {
+        let big: String = (0..20_000).map(|i| format!("{i:x}-")).collect();
+        for data in [&b""[..], b"x", br#"{"a":1}"#, big.as_bytes(), b"x"] {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            enc.write_all(data).unwrap();
+            assert_eq!(
+                gzip(data).unwrap(),
+                enc.finish().unwrap(),
+                "{} bytes",
+                data.len()
+            );
+        }
+    }
+
+    #[test]
+    fn manifest_round_trip_keeps_scalars_that_look_like_others() {
+        // A record written by a deploy keeps the applied objects as its parsed manifest
+        // (`store`), which holds only if reading the manifest back gives them again.
+        let data: serde_json::Map<String, Value> = [
+            "yes",
+            "no",
+            "on",
+            "off",
+            "true",
+            "False",
+            "null",
+            "~",
+            "",
+            " ",
+            "1",
+            "1.0",
+            "1e3",
+            "0x1F",
+            "0o17",
+            "017",
+            ".inf",
+            "-.inf",
+            ".nan",
+            "+1",
+            "1_000",
+            "2026-11-26",
+            "12:30:00",
+            "a: b",
+            "- x",
+            "#c",
+            "x #c",
+            "'q'",
+            "\"q\"",
+            "line\nbreak",
+            "trail ",
+            "tab\there",
+            "{a}",
+            "[b]",
+            "&anchor",
+            "*alias",
+            "!tag",
+            "%d",
+            "@at",
+            "`tick",
+            "|",
+            ">",
+            "é ☃",
+            "\u{85}",
+            "=",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (format!("k{i}"), json!(v)))
+        .collect();
+        let objs = vec![json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n",
+            "labels": {"x": "1"}, "annotations": {"y": "true"}},
+            "data": data,
+            "numbers": [0, -1, 1.5, 1e300, 9007199254740993u64, -9223372036854775808i64],
+            "nested": {"empty": {}, "list": [], "null": null, "bool": false},
+        })];
+        assert_eq!(manifest_objects(&manifest_of(&objs)), objs);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
 use kube::api::{DynamicObject, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -407,13 +407,20 @@ impl WriteCounter {
                 } else {
                     format!("{}.{}", ar.plural, ar.group)
                 };
-                let api: Api<DynamicObject> = Api::all_with(admin.clone(), &ar);
+                let url = DynamicObject::url_path(&ar, None);
+                let client = admin.clone();
                 let revs = revs.clone();
                 tasks.push(tokio::spawn(async move {
                     let mut since = from.to_string();
                     loop {
                         let wp = WatchParams::default().timeout(290);
-                        let Ok(events) = api.watch(&wp, &since).await else {
+                        let Ok(req) = kube::core::Request::new(url.as_str()).watch(&wp, &since)
+                        else {
+                            return;
+                        };
+                        // Only the resourceVersion is read: events are not decoded into whole
+                        // objects (this runs in the process whose CPU is reported).
+                        let Ok(events) = client.request_events::<Revision>(req).await else {
                             return;
                         };
                         let mut events = events.boxed();
@@ -493,6 +500,19 @@ impl Drop for WriteCounter {
     }
 }
 
+/// An object as the write counter reads it: its resourceVersion, the rest skipped unparsed.
+#[derive(Clone, serde::Deserialize)]
+struct Revision {
+    #[serde(default)]
+    metadata: RevisionMeta,
+}
+
+#[derive(Clone, Default, serde::Deserialize)]
+struct RevisionMeta {
+    #[serde(rename = "resourceVersion")]
+    resource_version: Option<String>,
+}
+
 /// Runs `fleet install agent-token` against the manager; returns the bootstrap Secret it makes.
 async fn agent_token(exe: &Path, kubeconfig: &Path) -> anyhow::Result<Secret> {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -565,26 +585,45 @@ impl Downstream {
     async fn objects_at(&self, rev: usize) -> anyhow::Result<usize> {
         let lp = ListParams::default().labels(OBJECT_LABEL);
         let want = format!("r{rev}");
-        let at = |m: &kube::api::ObjectMeta| {
-            m.annotations
-                .as_ref()
-                .and_then(|a| a.get(REV_ANNOTATION))
-                .is_some_and(|v| *v == want)
-        };
-        let c = &self.client;
-        let cms = Api::<ConfigMap>::namespaced(c.clone(), TARGET_NAMESPACE)
-            .list(&lp)
-            .await?;
-        let deps = Api::<Deployment>::namespaced(c.clone(), TARGET_NAMESPACE)
-            .list(&lp)
-            .await?;
-        let svcs = Api::<Service>::namespaced(c.clone(), TARGET_NAMESPACE)
-            .list(&lp)
-            .await?;
-        Ok(cms.items.iter().filter(|o| at(&o.metadata)).count()
-            + deps.items.iter().filter(|o| at(&o.metadata)).count()
-            + svcs.items.iter().filter(|o| at(&o.metadata)).count())
+        let mut n = 0;
+        for url in [
+            ConfigMap::url_path(&(), Some(TARGET_NAMESPACE)),
+            Deployment::url_path(&(), Some(TARGET_NAMESPACE)),
+            Service::url_path(&(), Some(TARGET_NAMESPACE)),
+        ] {
+            // Only the annotations are read: objects are not decoded whole (this runs in the
+            // process whose CPU is reported).
+            let list: AnnotationsList = self
+                .client
+                .request(kube::core::Request::new(url).list(&lp)?)
+                .await?;
+            n += list
+                .items
+                .iter()
+                .filter(|o| o.metadata.annotations.get(REV_ANNOTATION) == Some(&want))
+                .count();
+        }
+        Ok(n)
     }
+}
+
+/// A list as [`Downstream::objects_at`] reads it: each object's annotations.
+#[derive(serde::Deserialize)]
+struct AnnotationsList {
+    #[serde(default)]
+    items: Vec<Annotated>,
+}
+
+#[derive(serde::Deserialize)]
+struct Annotated {
+    #[serde(default)]
+    metadata: AnnotatedMeta,
+}
+
+#[derive(Default, serde::Deserialize)]
+struct AnnotatedMeta {
+    #[serde(default)]
+    annotations: std::collections::BTreeMap<String, String>,
 }
 
 /// Every BundleDeployment's deploymentID and whether it is Ready at that ID, kept from a watch.
