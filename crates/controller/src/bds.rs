@@ -29,8 +29,10 @@ pub type BdKey = (Str, Str);
 /// desired one with the cached one without caching either.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpecHash {
-    /// The labels and the spec without `options` and `deploymentID` (which rollout may keep
-    /// as the cluster has them while the rest changes).
+    /// The labels and the spec without `options`, `deploymentID` (which rollout may keep as
+    /// the cluster has them while the rest changes) and `valuesHash` (which follows from the
+    /// two deployment IDs, each a hash of options with their values: compared apart where
+    /// known).
     pub rest: u64,
     /// `spec.options`.
     pub options: u64,
@@ -56,13 +58,15 @@ fn hash_json(v: &impl serde::Serialize, h: &mut std::collections::hash_map::Defa
 }
 
 impl SpecHash {
-    /// Hashes a spec and labels (`options` and `deploymentID` are taken out and put back).
+    /// Hashes a spec and labels (`options`, `deploymentID` and `valuesHash` are taken out and
+    /// put back).
     pub fn of(
         spec: &mut BundleDeploymentSpec,
         labels: &Option<BTreeMap<String, String>>,
     ) -> SpecHash {
         let options = std::mem::take(&mut spec.options);
         let id = std::mem::take(&mut spec.deployment_id);
+        let values_hash = std::mem::take(&mut spec.values_hash);
         let mut h = std::collections::hash_map::DefaultHasher::new();
         hash_json(&*spec, &mut h);
         hash_json(labels, &mut h);
@@ -71,6 +75,7 @@ impl SpecHash {
         hash_json(&options, &mut h);
         spec.options = options;
         spec.deployment_id = id;
+        spec.values_hash = values_hash;
         SpecHash {
             rest,
             options: h.finish(),
@@ -649,5 +654,11 @@ mod tests {
         assert_ne!(h.options, hb.options);
         b.spec.staged_deployment_id = "d2".into();
         assert_ne!(SpecHash::of(&mut b.spec, &b.metadata.labels).rest, h.rest);
+        // valuesHash is compared apart (an unpromoted BD's follows from values not cached).
+        let mut c = a.clone();
+        c.spec.values_hash = "abc".into();
+        let hc = SpecHash::of(&mut c.spec, &c.metadata.labels);
+        assert_eq!(hc, h);
+        assert_eq!(c.spec.values_hash, "abc");
     }
 }

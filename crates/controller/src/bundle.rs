@@ -269,7 +269,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         if promoted
             && let Some(e) = ex
             && memo.hashes[i] != 0
-            && memo.hashes[i] == e.spec_hash.combined()
+            && memo.hashes[i] == remembered(&e.spec_hash, e.values_hash)
             && *e.deployment_id == *t.deployment_id
         {
             return None;
@@ -287,13 +287,17 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         }
         let secret = split_values(&mut want);
         let hash = SpecHash::of(&mut want.spec, &want.metadata.labels);
+        let values = values_fingerprint(&want.spec.values_hash);
         if promoted {
-            memo.hashes[i] = hash.combined();
+            memo.hashes[i] = remembered(&hash, values);
         }
+        // Not promoted: its valuesHash covers the values it deploys now, which live in its
+        // options Secret; they are unchanged when its deploymentID is (an ID hashes options
+        // with their values), as the staged ones are when its stagedDeploymentID is.
         let same = ex.as_ref().is_some_and(|e| {
             e.spec_hash.rest == hash.rest
                 && *e.deployment_id == *want.spec.deployment_id
-                && (!promoted || e.spec_hash.options == hash.options)
+                && (!promoted || (e.spec_hash.options == hash.options && e.values_hash == values))
         });
         if same {
             return None;
@@ -403,6 +407,12 @@ fn bundle_partition_entry(
     }
 }
 
+/// What [`crate::context::DesiredMemo`] keeps of a desired (or cached) BD: its spec hash and
+/// [`values_fingerprint`] in one word, never 0.
+fn remembered(h: &SpecHash, values: u64) -> u64 {
+    (h.combined() ^ values.rotate_left(16)) | 1
+}
+
 /// A target's BD as the status shows it: the IDs this pass wants with the status the agent
 /// last reported.
 struct Shown {
@@ -483,6 +493,15 @@ async fn load_values(ctx: &Context, b: &mut Bundle) -> Result<(), String> {
 /// Moves helm values out of a BD into its options Secret (`values`, `stagedValues`) and sets
 /// `valuesHash`; returns the Secret data, if any.
 fn split_values(bd: &mut BundleDeployment) -> Option<BTreeMap<String, Vec<u8>>> {
+    split_values_with(bd, None)
+}
+
+/// [`split_values`], with `values` given (the bytes the cluster deploys now, when rollout keeps
+/// them: the BD's options hold no values, those live in its options Secret).
+fn split_values_with(
+    bd: &mut BundleDeployment,
+    current: Option<Vec<u8>>,
+) -> Option<BTreeMap<String, Vec<u8>>> {
     let take = |o: &mut fleet_api::BundleDeploymentOptions| -> Vec<u8> {
         o.helm
             .as_mut()
@@ -492,7 +511,10 @@ fn split_values(bd: &mut BundleDeployment) -> Option<BTreeMap<String, Vec<u8>>> 
             .map(String::into_bytes)
             .unwrap_or_default()
     };
-    let values = take(&mut bd.spec.options);
+    let values = match current {
+        Some(v) => v,
+        None => take(&mut bd.spec.options),
+    };
     let staged = take(&mut bd.spec.staged_options);
     if values.is_empty() && staged.is_empty() {
         return None;
@@ -562,7 +584,21 @@ async fn write_unpromoted(
         )));
     }
     want.spec.options = cur.spec.options;
-    let secret = split_values(&mut want);
+    // Its current values are in its options Secret (`values`), not in its options.
+    let current = if cur.spec.values_hash.is_empty() {
+        Vec::new()
+    } else {
+        let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+        secrets
+            .get_opt(&name)
+            .await
+            .map_err(kerr(format!("reading options secret {ns}/{name}")))?
+            .and_then(|s| s.data)
+            .and_then(|mut d| d.remove("values"))
+            .map(|b| b.0)
+            .unwrap_or_default()
+    };
+    let secret = split_values_with(&mut want, Some(current));
     write_bd(ctx, want, Some(existing), secret).await
 }
 

@@ -622,7 +622,7 @@ impl Context {
     }
 }
 
-/// What a Bundle's BundleDeployments hash to, per target ([`crate::bds::SpecHash::combined`],
+/// What a Bundle's BundleDeployments hash to, per target (spec and values fingerprints in one word,
 /// 0 where not computed yet), so that a pass started by status changes (once a second per
 /// bundle during a rollout) compares cached hashes instead of building and serializing a
 /// thousand desired objects.

@@ -19,6 +19,7 @@ mod crash;
 mod ha;
 mod helm_auth;
 mod printers;
+mod rollout;
 mod tenancy;
 mod webhook;
 
