@@ -105,8 +105,9 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
     drop(phase);
     let ctl_cpu_round2 = procfs::cpu_seconds_pid(ctl.pid) - ctl_cpu_round1;
     tracker.stop();
-    // Let trailing status writes of round 2 land before the restart.
-    settle(&admin, Duration::from_secs(2), opts.timeout).await?;
+    // Let trailing status writes of round 2 land before the restart: a Cluster's status may
+    // wait up to 5 s after its previous write (the controllers' spacing), so quiet for longer.
+    settle(&admin, Duration::from_secs(6), opts.timeout).await?;
 
     // Resync: the same store, a new manager process; every controller starts from a full list.
     ctl.stop().await;

@@ -157,9 +157,9 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     .await;
     let mut all_ready = ready.is_ok();
     let ready_s = ready.as_ref().map(|r| r.secs).unwrap_or(f64::NAN);
-    // Status writes that trail the last Ready (aggregates queued at most once a second) belong
-    // to the rollout, not to the idle window.
-    let _ = settle(&admin, Duration::from_secs(2), Duration::from_secs(30)).await;
+    // Status writes that trail the last Ready (aggregates queued at most once a second, a
+    // Cluster's at most once per 5 s) belong to the rollout, not to the idle window.
+    let _ = settle(&admin, Duration::from_secs(6), Duration::from_secs(30)).await;
     let ready_writes = phase.report("ready", &admin, manager.pid, ready_s).await?;
     let writes_per_bd = ready_writes as f64 / expected as f64;
 
