@@ -81,12 +81,11 @@ impl SpecHash {
             options: h.finish(),
         }
     }
-}
 
-impl SpecHash {
-    /// Both fingerprints in one word, never 0 (0 means "not known" where these are remembered).
-    pub fn combined(&self) -> u64 {
-        (self.rest ^ self.options.rotate_left(32)) | 1
+    /// Both fingerprints and a [`values_fingerprint`] in one word, never 0 (0 means "not
+    /// known" where these are remembered).
+    pub fn with_values(&self, values: u64) -> u64 {
+        (self.rest ^ self.options.rotate_left(32) ^ values.rotate_left(16)) | 1
     }
 }
 

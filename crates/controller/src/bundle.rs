@@ -269,7 +269,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         if promoted
             && let Some(e) = ex
             && memo.hashes[i] != 0
-            && memo.hashes[i] == remembered(&e.spec_hash, e.values_hash)
+            && memo.hashes[i] == e.spec_hash.with_values(e.values_hash)
             && *e.deployment_id == *t.deployment_id
         {
             return None;
@@ -289,7 +289,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         let hash = SpecHash::of(&mut want.spec, &want.metadata.labels);
         let values = values_fingerprint(&want.spec.values_hash);
         if promoted {
-            memo.hashes[i] = remembered(&hash, values);
+            memo.hashes[i] = hash.with_values(values);
         }
         // Not promoted: its valuesHash covers the values it deploys now, which live in its
         // options Secret; they are unchanged when its deploymentID is (an ID hashes options
@@ -405,12 +405,6 @@ fn bundle_partition_entry(
         Some(bd) => state_of(&bd.facts()),
         None => fleet_api::state::BundleState::Pending,
     }
-}
-
-/// What [`crate::context::DesiredMemo`] keeps of a desired (or cached) BD: its spec hash and
-/// [`values_fingerprint`] in one word, never 0.
-fn remembered(h: &SpecHash, values: u64) -> u64 {
-    (h.combined() ^ values.rotate_left(16)) | 1
 }
 
 /// A target's BD as the status shows it: the IDs this pass wants with the status the agent

@@ -468,10 +468,9 @@ impl Context {
                 }
                 watcher::Event::Apply(n) | watcher::Event::InitApply(n) => {
                     let name = n.metadata.name.as_deref().unwrap_or("");
-                    let labels = n.metadata.labels.clone().unwrap_or_default();
-                    let changed = fl.namespace_labels(name) != Some(&labels);
-                    fl.set_namespace_labels(name, labels);
-                    changed
+                    let before = fl.revision();
+                    fl.set_namespace_labels(name, n.metadata.labels.clone().unwrap_or_default());
+                    fl.revision() != before
                 }
                 watcher::Event::InitDone => {
                     let _ = namespaces_listed.send(true);
@@ -622,7 +621,7 @@ impl Context {
     }
 }
 
-/// What a Bundle's BundleDeployments hash to, per target (spec and values fingerprints in one word,
+/// What a Bundle's BundleDeployments hash to, per target ([`crate::bds::SpecHash::with_values`],
 /// 0 where not computed yet), so that a pass started by status changes (once a second per
 /// bundle during a rollout) compares cached hashes instead of building and serializing a
 /// thousand desired objects.
