@@ -29,6 +29,11 @@ use crate::release;
 /// How long a BundleDeployment waits before its dependencies are checked again (they are also
 /// re-checked whenever any BundleDeployment changes).
 const DEPENDS_ON_REQUEUE: Duration = Duration::from_secs(15);
+/// How long the status of a deploy whose workloads are not ready yet is held back, waiting for
+/// them: workloads that become ready within it (ConfigMaps at once, a quick Deployment soon)
+/// cost one status write ("applied and ready") instead of two ("applied, not ready", then
+/// "ready"). Readiness changes queue the check that writes it; this bounds the wait.
+const STATUS_SETTLE: Duration = Duration::from_secs(1);
 
 /// State of the deploy loop.
 pub struct Agent {
@@ -45,6 +50,9 @@ pub struct Agent {
     failed: HashMap<String, String>,
     /// BDs waiting for their dependencies.
     waiting: HashSet<String>,
+    /// Statuses of deploys held back for [`STATUS_SETTLE`] (by BD name, with the deploymentID
+    /// they report applied): the next check starts from them instead of the BD's stored status.
+    held: HashMap<String, (String, BundleDeploymentStatus)>,
     drift: DriftWatches,
     queue: VecDeque<String>,
     queued: HashSet<String>,
@@ -162,7 +170,15 @@ impl Agent {
             return Ok(());
         }
         let bd = with_values(&self.up, bd).await?;
-        let mut st = bd.status.clone().unwrap_or_default();
+        let held = self
+            .held
+            .remove(name)
+            .filter(|(id, _)| *id == bd.spec.deployment_id);
+        let was_held = held.is_some();
+        let mut st = match held {
+            Some((_, st)) => st,
+            None => bd.status.clone().unwrap_or_default(),
+        };
         let (rel_name, rel_ns) = deploy::release_of(name, &bd.spec.options);
         let history = release::history(&self.ds.client, &self.releases, &rel_ns, &rel_name)
             .await
@@ -270,6 +286,7 @@ impl Agent {
         // Right after a deploy the watches may lag behind what was just written: read what the
         // applies answered, except for kinds whose watch listed after the deploy (newer).
         let drift_cache = self.drift.cache().clone();
+        let deployed = just_applied.is_some();
         let applied_cache = just_applied.map(|live| {
             let older: Vec<Value> = live
                 .into_iter()
@@ -334,6 +351,14 @@ impl Agent {
             ob = observe_fresh().await.map_err(|e| e.to_string())?;
         }
         monitor::apply_observation(&mut st, &ob);
+        if deployed && !st.ready && !was_held {
+            // Once per deploy: the next check (a workload's status changing, or the timer)
+            // writes whatever it finds.
+            self.held
+                .insert(name.to_string(), (bd.spec.deployment_id.clone(), st));
+            self.requeue_after(name, STATUS_SETTLE);
+            return Ok(());
+        }
         self.write_status(&bd, st)
             .await
             .map_err(|e| e.to_string())?;
@@ -355,6 +380,7 @@ impl Agent {
             self.reconciled.remove(&name);
             self.waiting.remove(&name);
             self.failed.remove(&name);
+            self.held.remove(&name);
         }
     }
 
@@ -663,6 +689,7 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
         reconciled: HashMap::new(),
         failed: HashMap::new(),
         waiting: HashSet::new(),
+        held: HashMap::new(),
         queue: VecDeque::new(),
         queued: HashSet::new(),
         tx,
@@ -722,6 +749,7 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
                         agent.bds.remove(&name);
                         agent.reconciled.remove(&name);
                         agent.waiting.remove(&name);
+                        agent.held.remove(&name);
                         if let Err(e) = agent.uninstall(&name, bd.spec.options.keep_resources).await {
                             tracing::warn!(bundledeployment = %name, "uninstall failed: {e}");
                         }
