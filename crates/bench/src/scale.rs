@@ -116,6 +116,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
             .context("registering an agent")?;
     }
     let register_s = t.elapsed().as_secs_f64();
+    let rss_registered = procfs::rss_bytes().unwrap_or(0);
     let reg_writes = revision(&admin).await?.saturating_sub(rev0);
     println!(
         "registration: {} agents at once in {register_s:.2} s ({:.0}/s), {:.1} API writes per registration",
@@ -161,6 +162,20 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     // Cluster's at most once per 5 s) belong to the rollout, not to the idle window.
     let _ = settle(&admin, Duration::from_secs(6), Duration::from_secs(30)).await;
     let ready_writes = phase.report("ready", &admin, manager.pid, ready_s).await?;
+    // What one cluster costs this process, by phase (the tracker's share included).
+    let per_cluster =
+        |from: u64, to: u64| to.saturating_sub(from) as f64 / opts.clusters as f64 / MIB;
+    let rss_ready = procfs::rss_bytes().unwrap_or(0);
+    println!(
+        "memory per cluster: downstream {per_ds:.2} MiB, registration +{:.2}, agent running with {} bundles +{:.2}, total {:.2} MiB",
+        per_cluster(
+            rss0 + (per_ds * opts.clusters as f64 * MIB) as u64,
+            rss_registered
+        ),
+        opts.bundles,
+        per_cluster(rss_registered, rss_ready),
+        per_cluster(rss0, rss_ready),
+    );
     let writes_per_bd = ready_writes as f64 / expected as f64;
 
     // Idle window.
