@@ -57,6 +57,9 @@ pub struct Agent {
     queue: VecDeque<String>,
     queued: HashSet<String>,
     tx: mpsc::UnboundedSender<String>,
+    /// Held statuses whose [`STATUS_SETTLE`] ran out: checked only if still held (a workload's
+    /// readiness usually wrote them first).
+    settled: mpsc::UnboundedSender<String>,
 }
 
 impl Agent {
@@ -100,15 +103,23 @@ impl Agent {
             return Ok(());
         };
         let name = bd.metadata.name.clone().unwrap_or_default();
-        let updated = self
-            .bd_api()
-            .patch_status(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"status": patch})),
-            )
-            .await?;
-        self.bds.insert(name, updated);
+        // The answer is not decoded: only this agent writes a BD's status, so the status now
+        // stored is `new`, and the watch brings the whole object anyway.
+        let req = kube::core::Request::new(<BundleDeployment as kube::Resource>::url_path(
+            &(),
+            Some(&self.up.deployment_namespace),
+        ))
+        .patch_subresource(
+            "status",
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": patch})),
+        )
+        .map_err(kube::Error::BuildRequest)?;
+        self.up.client.request_text(req).await?;
+        if let Some(held) = self.bds.get_mut(&name) {
+            held.status = Some(new);
+        }
         Ok(())
     }
 
@@ -356,7 +367,12 @@ impl Agent {
             // writes whatever it finds.
             self.held
                 .insert(name.to_string(), (bd.spec.deployment_id.clone(), st));
-            self.requeue_after(name, STATUS_SETTLE);
+            let settled = self.settled.clone();
+            let name = name.to_string();
+            tokio::spawn(async move {
+                tokio::time::sleep(STATUS_SETTLE).await;
+                let _ = settled.send(name);
+            });
             return Ok(());
         }
         self.write_status(&bd, st)
@@ -676,6 +692,7 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
         }
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let (settled, mut settled_rx) = mpsc::unbounded_channel::<String>();
     let owners = Arc::default();
     let mut agent = Agent {
         drift: DriftWatches::new(ds.clone(), owners, tx.clone()),
@@ -693,6 +710,7 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
         queue: VecDeque::new(),
         queued: HashSet::new(),
         tx,
+        settled,
     };
     let api = agent.bd_api();
     // Backoff is ours, not the watcher's: a connection error waits (800 ms doubling to 30 s, as
@@ -768,6 +786,11 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
                 }
             }
             Some(name) = rx.recv() => agent.enqueue(name),
+            Some(name) = settled_rx.recv() => {
+                if agent.held.contains_key(&name) {
+                    agent.enqueue(name);
+                }
+            }
         }
         // Every check already asked for joins the queue now, once per BundleDeployment: taken
         // one per turn, each would check its BundleDeployment again (a deploy's objects each
