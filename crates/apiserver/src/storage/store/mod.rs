@@ -323,7 +323,7 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens (or creates) the store; spawns the single writer thread. path None = in-memory.
+    /// Opens (or creates) the store; a file store spawns its writer thread. path None = in-memory.
     pub fn open(cfg: StoreConfig) -> Result<Store, StoreError> {
         // An in-memory store has no log: nothing reads past revisions back from SQLite without
         // a file (lists at past revisions come from in-memory snapshots), so it would only be

@@ -1,4 +1,5 @@
-//! The single writer thread and its group commit.
+//! The single writer and its group commit. A file store's writer runs on a thread of its own;
+//! an in-memory store's runs in each writing caller, under a lock (see `Backend` in the parent).
 //!
 //! Requests queue on a channel. The writer takes everything queued (up to [`MAX_BATCH`]), checks
 //! each request against the latest state (memory plus the batch's own earlier writes — so
