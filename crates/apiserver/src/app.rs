@@ -102,9 +102,8 @@ impl ApiServer {
     /// Requests that carry a user (from the authentication layer) are authorized by RBAC, with
     /// impersonation; see [`crate::http::authorize::authorize`].
     pub fn router(&self) -> Router {
-        crate::http::router(self.clone()).layer(axum::middleware::from_fn_with_state(
-            self.clone(),
-            crate::http::authorize::authorize,
-        ))
+        Router::new()
+            .fallback_service(crate::http::shared_router())
+            .layer(axum::Extension(self.clone()))
     }
 }

@@ -2,7 +2,8 @@
 //! request into [`Attributes`] (as kube-apiserver's `RequestInfoFactory` does), applies
 //! impersonation, and refuses it with a 403 `Status` worded as kube-apiserver words it.
 
-use axum::extract::{Request, State};
+use axum::Extension;
+use axum::extract::Request;
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -176,7 +177,11 @@ pub fn decide(srv: &ApiServer, user: &UserInfo, attrs: &Attributes) -> Decision 
 /// in-process caller of the bare router (tests, embedding code), which is trusted, exactly as
 /// the router was before authorization existed. The served HTTPS port always authenticates
 /// first, so every request there carries a user.
-pub async fn authorize(State(srv): State<ApiServer>, mut req: Request, next: Next) -> Response {
+pub async fn authorize(
+    Extension(srv): Extension<ApiServer>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let Some(authenticated) = req.extensions().get::<UserInfo>() else {
         return next.run(req).await;
     };

@@ -1,8 +1,9 @@
 //! Discovery (`/api`, `/apis`, `/api/v1`, `/apis/G[/V]`), `/version`, `/openapi/v2` and the
 //! health endpoints, shaped so kubectl, kube-rs and the python client work unmodified.
 
+use axum::Extension;
 use axum::Router;
-use axum::extract::{RawQuery, State};
+use axum::extract::RawQuery;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -19,7 +20,7 @@ fn js(v: Value) -> Response {
 }
 
 /// Fixed routes; resource paths fall through to the dispatcher.
-pub fn routes() -> Router<ApiServer> {
+pub fn routes() -> Router {
     Router::new()
         .route("/version", get(version))
         .route("/version/", get(version))
@@ -41,7 +42,7 @@ pub fn routes() -> Router<ApiServer> {
         .route("/readyz/{check}", get(health_check))
 }
 
-async fn version(State(srv): State<ApiServer>) -> Response {
+async fn version(Extension(srv): Extension<ApiServer>) -> Response {
     let gv = srv.inner.cfg.git_version.clone();
     let minor = gv
         .trim_start_matches('v')
@@ -79,7 +80,7 @@ fn group_json(name: &str, versions: &[String]) -> Value {
     json!({"name": name, "versions": vs, "preferredVersion": preferred})
 }
 
-async fn api_groups(State(srv): State<ApiServer>) -> Response {
+async fn api_groups(Extension(srv): Extension<ApiServer>) -> Response {
     let groups: Vec<Value> = srv
         .registry()
         .groups()

@@ -5,8 +5,9 @@
 //! RBAC's decision: the default `system:service-account-issuer-discovery` ClusterRole is bound to
 //! `system:serviceaccounts`, and binding it to `system:unauthenticated` makes them public.
 
+use axum::Extension;
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -24,7 +25,7 @@ const JWKS_MEDIA_TYPE: &str = "application/jwk-set+json";
 const CACHE_CONTROL: &str = "public, max-age=3600";
 
 /// The two endpoints, with and without a trailing slash (the paths the default ClusterRole names).
-pub fn routes() -> Router<ApiServer> {
+pub fn routes() -> Router {
     Router::new()
         .route(OPENID_CONFIGURATION_PATH, get(configuration))
         .route("/.well-known/openid-configuration/", get(configuration))
@@ -61,7 +62,7 @@ fn default_jwks_uri(req: &Request) -> String {
     format!("https://{host}{JWKS_PATH}")
 }
 
-async fn configuration(State(srv): State<ApiServer>, req: Request) -> Response {
+async fn configuration(Extension(srv): Extension<ApiServer>, req: Request) -> Response {
     let cfg = srv.service_account_config();
     let jwks_uri = cfg
         .jwks_uri
@@ -79,7 +80,7 @@ async fn configuration(State(srv): State<ApiServer>, req: Request) -> Response {
     )
 }
 
-async fn jwks(State(srv): State<ApiServer>) -> Response {
+async fn jwks(Extension(srv): Extension<ApiServer>) -> Response {
     respond(
         JWKS_MEDIA_TYPE,
         json!({"keys": [srv.service_account_key().jwk()]}),

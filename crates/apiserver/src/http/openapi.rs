@@ -13,7 +13,8 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use axum::extract::{Path, State};
+use axum::Extension;
+use axum::extract::Path;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
@@ -172,7 +173,7 @@ fn crd_schemas(srv: &ApiServer) -> BTreeMap<String, Parts> {
 }
 
 /// `GET /openapi/v3`: the group-versions and where their documents are.
-pub async fn index(State(srv): State<ApiServer>) -> Response {
+pub async fn index(Extension(srv): Extension<ApiServer>) -> Response {
     let mut paths = Map::new();
     for (gv, d) in builtin_docs() {
         paths.insert(gv.clone(), url(gv, &d.hash));
@@ -190,7 +191,10 @@ fn url(gv: &str, hash: &str) -> Value {
 }
 
 /// `GET /openapi/v3/api/v1`, `GET /openapi/v3/apis/GROUP/VERSION`: one document.
-pub async fn group_version(State(srv): State<ApiServer>, Path(gv): Path<String>) -> Response {
+pub async fn group_version(
+    Extension(srv): Extension<ApiServer>,
+    Path(gv): Path<String>,
+) -> Response {
     let gv = gv.trim_end_matches('/');
     if let Some(d) = builtin_docs().get(gv) {
         return json_response(200, d.body.clone());

@@ -15,7 +15,8 @@ use parking_lot::Mutex;
 use crate::security::auth::{TokenVerifier, UserInfo};
 use crate::security::satoken::{SigningKey, Verified, VerifyOptions};
 use crate::security::service_accounts::{SA_NAME_ANNOTATION, ServiceAccountConfig};
-use crate::state::{ApiServer, head};
+use crate::state::{ApiServer, Head};
+use crate::storage::store::Rev;
 
 const CACHE_TTL: Duration = Duration::from_secs(60);
 const CACHE_MAX: usize = 4096;
@@ -27,6 +28,10 @@ const CACHE_MAX: usize = 4096;
 pub struct ServiceAccountAuthenticator {
     srv: ApiServer,
     cache: Mutex<HashMap<String, (Arc<Verified>, Instant)>>,
+    /// Per token, the objects its last successful liveness check read and their revisions:
+    /// while none of them has changed, the check would read the same JSON and pass again.
+    /// Why: every request of an agent made that check, parsing its Secret and ServiceAccount.
+    live: Mutex<HashMap<String, Vec<(String, Rev)>>>,
 }
 
 impl std::fmt::Debug for ServiceAccountAuthenticator {
@@ -46,6 +51,7 @@ impl ServiceAccountAuthenticator {
         ServiceAccountAuthenticator {
             srv,
             cache: Mutex::new(HashMap::new()),
+            live: Mutex::new(HashMap::new()),
         }
     }
 
@@ -89,12 +95,46 @@ impl ServiceAccountAuthenticator {
     }
 
     /// The live-object checks kube-apiserver's service-account validators make.
-    fn check_live(&self, v: &Verified, token: &str) -> Result<(), String> {
+    /// [`Self::check_live`], skipped when the objects it last read for this token are at the
+    /// revisions it read them at.
+    fn check_live_cached(&self, v: &Verified, token: &str) -> Result<(), String> {
+        let store = self.srv.store();
+        if self.live.lock().get(token).is_some_and(|seen| {
+            seen.iter()
+                .all(|(key, rev)| store.get(key).is_some_and(|o| o.rev == *rev))
+        }) {
+            return Ok(());
+        }
+        let mut seen = Vec::new();
+        self.check_live(v, token, &mut seen)?;
+        let mut live = self.live.lock();
+        if live.len() >= CACHE_MAX {
+            live.clear();
+        }
+        live.insert(token.to_string(), seen);
+        Ok(())
+    }
+
+    /// Whether the objects the token names (its Secret, ServiceAccount, bound objects) exist as
+    /// it says; `seen` gets the key and revision of every object read.
+    fn check_live(
+        &self,
+        v: &Verified,
+        token: &str,
+        seen: &mut Vec<(String, Rev)>,
+    ) -> Result<(), String> {
         let srv = &self.srv;
+        let mut head = |plural: &str, ns: &str, name: &str| {
+            let key = format!("/core/{plural}/{ns}/{name}");
+            let obj = srv.store().get(&key)?;
+            let parsed = serde_json::from_slice::<Head>(&obj.json).ok()?;
+            seen.push((key, obj.rev));
+            Some(parsed)
+        };
         let ns = v.namespace.as_str();
         if let Some((secret_name, None)) = &v.secret {
             // Legacy token: the Secret must exist, name the account and hold this very token.
-            let s = head(srv, "secrets", ns, secret_name)
+            let s = head("secrets", ns, secret_name)
                 .ok_or_else(|| format!("secret {ns}/{secret_name} not found"))?;
             if s.deleting() {
                 return Err(format!("secret {ns}/{secret_name} is being deleted"));
@@ -116,7 +156,7 @@ impl ServiceAccountAuthenticator {
                 return Err("token does not match the server's copy".into());
             }
         }
-        let sa = head(srv, "serviceaccounts", ns, &v.service_account)
+        let sa = head("serviceaccounts", ns, &v.service_account)
             .ok_or_else(|| format!("service account {ns}/{} not found", v.service_account))?;
         if sa.metadata.uid != v.service_account_uid {
             return Err(format!(
@@ -133,7 +173,7 @@ impl ServiceAccountAuthenticator {
         if let Some(k) = &v.claims.kubernetes {
             for (plural, r) in [("secrets", &k.secret), ("pods", &k.pod)] {
                 let Some(r) = r else { continue };
-                let o = head(srv, plural, ns, &r.name)
+                let o = head(plural, ns, &r.name)
                     .ok_or_else(|| format!("bound object {plural} {ns}/{} not found", r.name))?;
                 if o.metadata.uid != r.uid {
                     return Err(format!(
@@ -149,7 +189,7 @@ impl ServiceAccountAuthenticator {
                 }
             }
             if let Some(r) = &k.node {
-                let o = head(srv, "nodes", "", &r.name)
+                let o = head("nodes", "", &r.name)
                     .ok_or_else(|| format!("bound node {} not found", r.name))?;
                 if !r.uid.is_empty() && o.metadata.uid != r.uid {
                     return Err(format!("bound node {} has been recreated", r.name));
@@ -164,7 +204,7 @@ impl TokenVerifier for ServiceAccountAuthenticator {
     fn verify_token(&self, token: &str, audiences: Option<&[String]>) -> Result<UserInfo, String> {
         let audiences = audiences.unwrap_or(&self.srv.inner.sa.cfg.api_audiences);
         let v = self.verified(token, audiences)?;
-        self.check_live(&v, token)?;
+        self.check_live_cached(&v, token)?;
         Ok(v.user())
     }
 }

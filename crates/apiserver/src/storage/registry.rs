@@ -119,39 +119,32 @@ pub struct Registry {
     inner: RwLock<Inner>,
 }
 
-#[derive(Default)]
+/// (group, version, plural) -> info.
+type ByPath = BTreeMap<(String, String, String), Arc<ResourceInfo>>;
+/// Group -> versions in preference order.
+type Groups = BTreeMap<String, Vec<String>>;
+
+#[derive(Default, Clone)]
 struct Inner {
-    /// (group, version, plural) -> info.
-    by_path: BTreeMap<(String, String, String), Arc<ResourceInfo>>,
-    /// Group -> versions in preference order.
-    groups: BTreeMap<String, Vec<String>>,
+    /// Shared by every server of the process until a CRD changes this one's (copy on write):
+    /// the built-in table is tens of KiB, and a process may run thousands of in-memory servers.
+    by_path: Arc<ByPath>,
+    /// Shared like `by_path`.
+    groups: Arc<Groups>,
     /// CRD name -> the (group, version, plural) entries it registered.
     crds: BTreeMap<String, Vec<(String, String, String)>>,
 }
 
-impl Registry {
-    /// A registry holding the built-in kinds.
-    pub fn with_builtins() -> Registry {
-        let reg = Registry::default();
-        for info in crate::storage::builtin::builtin_resources() {
-            reg.insert(None, info, false);
-        }
-        for info in crate::storage::review_kinds::resources() {
-            reg.insert(None, info, false);
-        }
-        reg
-    }
-
-    fn insert(&self, crd: Option<&str>, info: ResourceInfo, preferred: bool) {
-        let Ok(mut g) = self.inner.write() else {
-            return;
-        };
+impl Inner {
+    fn insert(&mut self, crd: Option<&str>, info: ResourceInfo, preferred: bool) {
         let k = (
             info.group.clone(),
             info.version.clone(),
             info.plural.clone(),
         );
-        let versions = g.groups.entry(info.group.clone()).or_default();
+        let versions = Arc::make_mut(&mut self.groups)
+            .entry(info.group.clone())
+            .or_default();
         if !versions.contains(&info.version) {
             if preferred {
                 versions.insert(0, info.version.clone())
@@ -160,9 +153,36 @@ impl Registry {
             }
         }
         if let Some(c) = crd {
-            g.crds.entry(c.to_string()).or_default().push(k.clone());
+            self.crds.entry(c.to_string()).or_default().push(k.clone());
         }
-        g.by_path.insert(k, Arc::new(info));
+        Arc::make_mut(&mut self.by_path).insert(k, Arc::new(info));
+    }
+}
+
+impl Registry {
+    /// A registry holding the built-in kinds (the table built once per process and shared).
+    pub fn with_builtins() -> Registry {
+        static BUILTINS: std::sync::OnceLock<Inner> = std::sync::OnceLock::new();
+        let inner = BUILTINS.get_or_init(|| {
+            let mut inner = Inner::default();
+            for info in crate::storage::builtin::builtin_resources() {
+                inner.insert(None, info, false);
+            }
+            for info in crate::storage::review_kinds::resources() {
+                inner.insert(None, info, false);
+            }
+            inner
+        });
+        Registry {
+            inner: RwLock::new(inner.clone()),
+        }
+    }
+
+    fn insert(&self, crd: Option<&str>, info: ResourceInfo, preferred: bool) {
+        let Ok(mut g) = self.inner.write() else {
+            return;
+        };
+        g.insert(crd, info, preferred);
     }
 
     /// Looks up a served resource by its URL coordinates.
@@ -237,14 +257,17 @@ impl Registry {
         let Some(keys) = g.crds.remove(crd_name) else {
             return;
         };
+        let g = &mut *g;
+        let by_path = Arc::make_mut(&mut g.by_path);
+        let groups = Arc::make_mut(&mut g.groups);
         for k in keys {
-            g.by_path.remove(&k);
-            let still = g.by_path.keys().any(|(gr, v, _)| gr == &k.0 && v == &k.1);
-            if !still && let Some(vs) = g.groups.get_mut(&k.0) {
+            by_path.remove(&k);
+            let still = by_path.keys().any(|(gr, v, _)| gr == &k.0 && v == &k.1);
+            if !still && let Some(vs) = groups.get_mut(&k.0) {
                 vs.retain(|v| v != &k.1);
             }
         }
-        g.groups.retain(|_, v| !v.is_empty());
+        groups.retain(|_, v| !v.is_empty());
     }
 
     /// Whether a CRD currently serves `group/plural` (any version).

@@ -396,12 +396,17 @@ impl ApiServer {
         // Field ownership is recorded on every write, subresources included: a subresource write
         // replaces the object with the old one, so its managedFields are carried over.
         let managed = match sub {
+            // Taken rather than cloned where `new` is replaced by a copy of `old` below.
+            Some("status" | "finalize") => new
+                .get_mut("metadata")
+                .and_then(Value::as_object_mut)
+                .and_then(|m| m.remove("managedFields")),
             Some(_) => crate::storage::objects::meta_get(new, "managedFields").cloned(),
             None => None,
         };
         match sub {
             Some("status") => {
-                let status = new.get("status").cloned();
+                let status = new.as_object_mut().and_then(|m| m.remove("status"));
                 let mut merged = old.clone();
                 if let Some(m) = merged.as_object_mut() {
                     match status {

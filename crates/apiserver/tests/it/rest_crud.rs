@@ -600,3 +600,81 @@ async fn concurrent_patches_without_resource_version_all_land() {
         assert_eq!(labels.get(&format!("l{i}")).map(String::as_str), Some("x"));
     }
 }
+
+/// Servers of one process share their route table (and their built-in resource table, and
+/// their RBAC rule lists); what each one serves stays its own.
+#[tokio::test]
+async fn servers_in_one_process_stay_apart() {
+    let (a, b) = (server().await, server().await);
+    let (ra, rb) = (a.router(), b.router());
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"only-a"}}"#;
+    let (code, _) = call(
+        &ra,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/json"),
+        body,
+    )
+    .await;
+    assert_eq!(code, 201);
+    let path = "/api/v1/namespaces/default/configmaps/only-a";
+    assert_eq!(call(&ra, "GET", path, None, "").await.0, 200);
+    assert_eq!(call(&rb, "GET", path, None, "").await.0, 404);
+    // A CRD served by one server is not served by the other (its resource table was copied).
+    let crd = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+        "metadata":{"name":"widgets.example.com"},
+        "spec":{"group":"example.com","scope":"Namespaced",
+          "names":{"plural":"widgets","singular":"widget","kind":"Widget"},
+          "versions":[{"name":"v1","served":true,"storage":true,
+            "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}"#;
+    let (code, _) = call(
+        &ra,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        Some("application/json"),
+        crd,
+    )
+    .await;
+    assert_eq!(code, 201);
+    let widgets = "/apis/example.com/v1/namespaces/default/widgets";
+    let mut served = false;
+    for _ in 0..100 {
+        if call(&ra, "GET", widgets, None, "").await.0 == 200 {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(served, "the CRD is served by the server it was created on");
+    assert_eq!(call(&rb, "GET", widgets, None, "").await.0, 404);
+    assert_eq!(
+        call(&rb, "GET", "/apis/example.com/v1", None, "").await.0,
+        404
+    );
+    // Fixed routes answer per server too, and keep their 405.
+    let (code, groups) = call(&ra, "GET", "/apis", None, "").await;
+    assert_eq!(code, 200);
+    assert!(groups.to_string().contains("example.com"));
+    let (code, groups) = call(&rb, "GET", "/apis", None, "").await;
+    assert_eq!(code, 200);
+    assert!(!groups.to_string().contains("example.com"));
+    assert_eq!(
+        call(&rb, "POST", "/version", Some("application/json"), "{}")
+            .await
+            .0,
+        405
+    );
+    // The built-in RBAC roles are there in both.
+    for r in [&ra, &rb] {
+        let (code, role) = call(
+            r,
+            "GET",
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/admin",
+            None,
+            "",
+        )
+        .await;
+        assert_eq!(code, 200);
+        assert_eq!(role["metadata"]["name"], "admin");
+    }
+}

@@ -342,6 +342,69 @@ pub struct Authorizer {
     namespace_index: HashMap<String, SubjectIndex>,
 }
 
+/// Rule lists, interned process-wide.
+///
+/// Why: every server of a process holds the same bootstrap roles (and the aggregated `admin`,
+/// `edit` and `view` built from them), and a manager holds one Role per cluster namespace with
+/// the same rules; the rules' strings were most of an idle in-memory server's heap. Entries are
+/// weak, so a rule list no authorizer holds any more is freed; dead entries are swept when
+/// the table has doubled since the last sweep.
+struct RuleInterner {
+    /// Rule-list hash -> the live lists with that hash.
+    by_hash: HashMap<u64, Vec<std::sync::Weak<[PolicyRule]>>>,
+    /// Sweep when `entries` reaches this: twice the live entries after the last sweep, at
+    /// least 128.
+    sweep_at: usize,
+    /// Entries in `by_hash`, dead ones included.
+    entries: usize,
+}
+
+/// The shared copy of `rules`: an existing equal list if one is alive, else a new one.
+fn intern(rules: Vec<PolicyRule>) -> Arc<[PolicyRule]> {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    static TABLE: parking_lot::Mutex<Option<RuleInterner>> = parking_lot::Mutex::new(None);
+    let hash =
+        BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(&rules);
+    let mut guard = TABLE.lock();
+    let table = guard.get_or_insert_with(|| RuleInterner {
+        by_hash: HashMap::new(),
+        sweep_at: 128,
+        entries: 0,
+    });
+    let bucket = table.by_hash.entry(hash).or_default();
+    let before = bucket.len();
+    bucket.retain(|w| w.strong_count() > 0);
+    let mut found = None;
+    for w in bucket.iter() {
+        if let Some(a) = w.upgrade()
+            && *a == *rules
+        {
+            found = Some(a);
+            break;
+        }
+    }
+    let after = bucket.len();
+    let shared = match found {
+        Some(a) => a,
+        None => {
+            let a: Arc<[PolicyRule]> = Arc::from(rules);
+            bucket.push(Arc::downgrade(&a));
+            a
+        }
+    };
+    let now = bucket.len();
+    table.entries = table.entries.saturating_sub(before - after) + (now - after);
+    if table.entries >= table.sweep_at {
+        table.by_hash.retain(|_, b| {
+            b.retain(|w| w.strong_count() > 0);
+            !b.is_empty()
+        });
+        table.entries = table.by_hash.values().map(Vec::len).sum();
+        table.sweep_at = (table.entries * 2).max(128);
+    }
+    shared
+}
+
 /// Reads an RBAC object into its parts, validating as kube-apiserver does.
 struct Parsed {
     kind: Kind,
@@ -404,10 +467,10 @@ fn parse(obj: &Value) -> Result<Parsed, RbacError> {
     let namespace = if kind.namespaced() { namespace } else { "" };
     let rules = || -> Result<Arc<[PolicyRule]>, RbacError> {
         let Some(raw) = obj.get("rules") else {
-            return Ok(Arc::from(Vec::new()));
+            return Ok(intern(Vec::new()));
         };
         if raw.is_null() {
-            return Ok(Arc::from(Vec::new()));
+            return Ok(intern(Vec::new()));
         }
         let Some(items) = raw.as_array() else {
             return Err(err("rules", "must be a list".into()));
@@ -423,7 +486,7 @@ fn parse(obj: &Value) -> Result<Parsed, RbacError> {
                 })?;
             out.push(rule);
         }
-        Ok(Arc::from(out))
+        Ok(intern(out))
     };
     let body = match kind {
         Kind::Role => ParsedBody::Role(rules()?),
@@ -843,7 +906,7 @@ impl Authorizer {
         }
         for (name, rules) in effective {
             if let Some(e) = self.cluster_roles.get_mut(&name) {
-                e.effective = Arc::from(rules);
+                e.effective = intern(rules);
             }
         }
     }

@@ -227,23 +227,91 @@ pub struct Store {
 }
 
 struct Inner {
-    tx: mpsc::Sender<writer::Msg>,
     /// What SQLite reported for `PRAGMA synchronous` on the writer's connection (file stores).
     sync: Option<StoreSync>,
     shared: Arc<Shared>,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    backend: Backend,
+}
+
+/// Where the writer runs.
+enum Backend {
+    /// File stores: a thread of its own, fed by a channel, so that the writes queued while one
+    /// transaction commits share the next commit (and its fsync).
+    Thread {
+        tx: mpsc::Sender<writer::Msg>,
+        thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    },
+    /// In-memory stores: no commit to wait for, so each write runs in its caller under a
+    /// lock, and the periodic housekeeping of every in-memory store of the process is done by
+    /// one shared thread ([`housekeeper`]). A thread per store cost its stack and its
+    /// allocator cache (most of an idle in-memory server's memory) and a wake-up per write.
+    /// `None` once closed.
+    Inline(Arc<Mutex<Option<writer::Writer>>>),
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let (ack, done) = mpsc::sync_channel(1);
-        if self.tx.send(writer::Msg::Close(ack)).is_ok() {
-            let _ = done.recv();
-        }
-        if let Some(t) = self.thread.lock().take() {
-            let _ = t.join();
+        match &self.backend {
+            Backend::Thread { tx, thread } => {
+                let (ack, done) = mpsc::sync_channel(1);
+                if tx.send(writer::Msg::Close(ack)).is_ok() {
+                    let _ = done.recv();
+                }
+                if let Some(t) = thread.lock().take() {
+                    let _ = t.join();
+                }
+            }
+            Backend::Inline(w) => {
+                if w.lock().take().is_some() {
+                    self.shared.hubs.lock().close();
+                }
+            }
         }
     }
+}
+
+/// The in-memory stores' writers, for [`housekeeper`].
+type InlineWriters = Mutex<Vec<std::sync::Weak<Mutex<Option<writer::Writer>>>>>;
+
+/// Registers an in-memory store's writer with the process's housekeeping thread (started on
+/// first use), which does every [`writer::TICK`] what a writer thread does between batches.
+fn housekeeper(w: &Arc<Mutex<Option<writer::Writer>>>) -> Result<(), StoreError> {
+    static WRITERS: OnceLock<Arc<InlineWriters>> = OnceLock::new();
+    let mut spawn_error = None;
+    let writers = WRITERS.get_or_init(|| {
+        let writers: Arc<InlineWriters> = Arc::default();
+        let ticked = writers.clone();
+        let spawned = std::thread::Builder::new()
+            .name("store-housekeeping".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(writer::TICK);
+                    // Upgraded outside the list's lock, so a store opening meanwhile waits
+                    // for a copy of the list only.
+                    let live: Vec<_> = {
+                        let mut list = ticked.lock();
+                        list.retain(|w| w.strong_count() > 0);
+                        list.iter().filter_map(std::sync::Weak::upgrade).collect()
+                    };
+                    for w in live {
+                        if let Some(w) = w.lock().as_mut() {
+                            w.housekeeping();
+                        }
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            spawn_error = Some(e);
+        }
+        writers
+    });
+    if let Some(e) = spawn_error {
+        return Err(StoreError::Internal(format!(
+            "spawning the store housekeeping thread: {e}"
+        )));
+    }
+    writers.lock().push(Arc::downgrade(w));
+    Ok(())
 }
 
 impl std::fmt::Debug for Store {
@@ -255,7 +323,7 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens (or creates) the store; spawns the single writer thread. path None = in-memory.
+    /// Opens (or creates) the store; a file store spawns its writer thread. path None = in-memory.
     pub fn open(cfg: StoreConfig) -> Result<Store, StoreError> {
         // An in-memory store has no log: nothing reads past revisions back from SQLite without
         // a file (lists at past revisions come from in-memory snapshots), so it would only be
@@ -305,7 +373,6 @@ impl Store {
             snapshots: Mutex::new(list::Snapshots::default()),
             reader,
         });
-        let (tx, rx) = mpsc::channel();
         let checkpointer = match &cfg.path {
             Some(p) => Some(checkpoint::Checkpointer::spawn(p, cfg.sync)?),
             None => None,
@@ -317,18 +384,32 @@ impl Store {
             checkpointer,
             cfg.retention,
         );
-        let thread = std::thread::Builder::new()
-            .name("store-writer".into())
-            .spawn(move || w.run(rx))
-            .map_err(|e| StoreError::Internal(format!("spawning writer thread: {e}")))?;
+        let backend = if cfg.path.is_some() {
+            let (tx, rx) = mpsc::channel();
+            let thread = std::thread::Builder::new()
+                .name("store-writer".into())
+                .spawn(move || w.run(rx))
+                .map_err(|e| StoreError::Internal(format!("spawning writer thread: {e}")))?;
+            Backend::Thread {
+                tx,
+                thread: Mutex::new(Some(thread)),
+            }
+        } else {
+            let w = Arc::new(Mutex::new(Some(w)));
+            housekeeper(&w)?;
+            Backend::Inline(w)
+        };
         Ok(Store {
             inner: Arc::new(Inner {
-                tx,
                 sync,
                 shared,
-                thread: Mutex::new(Some(thread)),
+                backend,
             }),
         })
+    }
+
+    fn closed() -> StoreError {
+        StoreError::Internal("store is closed".into())
     }
 
     async fn write(
@@ -345,12 +426,17 @@ impl Store {
             value,
             reply,
         };
-        self.inner
-            .tx
-            .send(writer::Msg::Write(req))
-            .map_err(|_| StoreError::Internal("store is closed".into()))?;
-        rx.await
-            .map_err(|_| StoreError::Internal("store is closed".into()))?
+        match &self.inner.backend {
+            Backend::Thread { tx, .. } => {
+                tx.send(writer::Msg::Write(req))
+                    .map_err(|_| Store::closed())?;
+            }
+            Backend::Inline(w) => match w.lock().as_mut() {
+                Some(w) => w.write_now(req),
+                None => return Err(Store::closed()),
+            },
+        }
+        rx.await.map_err(|_| Store::closed())?
     }
 
     /// Creates `key`; AlreadyExists if present. Returns the stored object (with its RV set).
@@ -472,21 +558,35 @@ impl Store {
     /// Runs on the writer thread; returns the new compaction revision. The writer also does this
     /// on its own every few seconds for revisions older than [`RETENTION`].
     pub async fn compact(&self, upto: Rev) -> Result<Rev, StoreError> {
-        let (reply, rx) = oneshot::channel();
-        self.inner
-            .tx
-            .send(writer::Msg::Compact(upto, reply))
-            .map_err(|_| StoreError::Internal("store is closed".into()))?;
-        rx.await
-            .map_err(|_| StoreError::Internal("store is closed".into()))?
+        match &self.inner.backend {
+            Backend::Thread { tx, .. } => {
+                let (reply, rx) = oneshot::channel();
+                tx.send(writer::Msg::Compact(upto, reply))
+                    .map_err(|_| Store::closed())?;
+                rx.await.map_err(|_| Store::closed())?
+            }
+            Backend::Inline(w) => match w.lock().as_mut() {
+                Some(w) => w.compact_now(upto),
+                None => Err(Store::closed()),
+            },
+        }
     }
 
     /// Flushes and stops the writer, and ends every watch. Later writes fail with Internal.
     /// Blocks until the writer thread has exited (it finishes the writes already queued).
     pub fn close(&self) {
-        let (ack, done) = mpsc::sync_channel(1);
-        if self.inner.tx.send(writer::Msg::Close(ack)).is_ok() {
-            let _ = done.recv();
+        match &self.inner.backend {
+            Backend::Thread { tx, .. } => {
+                let (ack, done) = mpsc::sync_channel(1);
+                if tx.send(writer::Msg::Close(ack)).is_ok() {
+                    let _ = done.recv();
+                }
+            }
+            Backend::Inline(w) => {
+                if w.lock().take().is_some() {
+                    self.inner.shared.hubs.lock().close();
+                }
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The single writer thread and its group commit.
+//! The single writer and its group commit. A file store's writer runs on a thread of its own;
+//! an in-memory store's runs in each writing caller, under a lock (see `Backend` in the parent).
 //!
 //! Requests queue on a channel. The writer takes everything queued (up to [`MAX_BATCH`]), checks
 //! each request against the latest state (memory plus the batch's own earlier writes — so
@@ -22,7 +23,7 @@ use super::{Event, EventKind, Obj, Rev, Shared, StoreError, db};
 /// Upper bound on writes per transaction (keeps one commit's latency bounded).
 pub(crate) const MAX_BATCH: usize = 4_096;
 /// How often the writer samples revisions and does housekeeping.
-const TICK: Duration = Duration::from_secs(1);
+pub(crate) const TICK: Duration = Duration::from_secs(1);
 /// Revisions compacted per transaction, so compaction never stalls writes for long.
 const COMPACT_CHUNK: Rev = 5_000;
 
@@ -145,18 +146,31 @@ impl Writer {
         self.shared.hubs.lock().close();
     }
 
+    /// Commits one write now, in the caller (in-memory stores, see `Backend::Inline`): what
+    /// the thread does for a batch of one, then its housekeeping.
+    pub(crate) fn write_now(&mut self, req: WriteReq) {
+        let mut batch = vec![req];
+        self.commit_batch(&mut batch);
+        self.housekeeping();
+    }
+
     fn compaction_pending(&self) -> bool {
         self.db_compact < self.compact_goal
     }
 
     /// Periodic work: WAL checkpoints, revision samples, compaction target, snapshot expiry,
     /// ring pruning, and one compaction chunk when behind.
-    fn housekeeping(&mut self) {
+    pub(crate) fn housekeeping(&mut self) {
         self.checkpoint();
         let now = Instant::now();
         if now.duration_since(self.last_tick) >= TICK {
             self.last_tick = now;
-            self.samples.push_back((now, self.rev));
+            // A sample at the revision of the one before it would never move the compaction
+            // target further than that one does: an idle store keeps one sample, not one per
+            // second of the retention window.
+            if self.samples.back().is_none_or(|&(_, r)| r != self.rev) {
+                self.samples.push_back((now, self.rev));
+            }
             while let Some(&(t, r)) = self.samples.front() {
                 if now.duration_since(t) >= self.retention {
                     self.compact_goal = self.compact_goal.max(r);
@@ -174,6 +188,13 @@ impl Writer {
             tracing::warn!("store compaction failed: {e}");
             // Retry at the next sample rather than spinning.
             self.compact_goal = self.db_compact;
+        }
+        // Without a log a chunk only moves the mark: all of them at once, as the thread's
+        // loop (which comes straight back here while compaction is pending) would.
+        while self.conn.is_none() && self.compaction_pending() {
+            if self.compact_chunk().is_err() {
+                break;
+            }
         }
     }
 
@@ -225,7 +246,7 @@ impl Writer {
         Ok(())
     }
 
-    fn compact_now(&mut self, upto: Rev) -> Result<Rev, StoreError> {
+    pub(crate) fn compact_now(&mut self, upto: Rev) -> Result<Rev, StoreError> {
         self.compact_goal = self.compact_goal.max(upto.min(self.rev));
         while self.compaction_pending() {
             self.compact_chunk()?;
