@@ -50,7 +50,7 @@ fn twenty_clusters_five_bundles_all_ready() {
         assert!(v.is_finite() && v >= 0.0, "{key}={v} in {last}");
     }
     assert!(
-        stdout.contains("registration: 20 agents at once"),
+        stdout.contains("registration: 20 agents (100 at most at once)"),
         "{stdout}"
     );
 }
