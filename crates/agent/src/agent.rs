@@ -70,12 +70,7 @@ impl Agent {
     }
 
     fn requeue_after(&self, name: &str, d: Duration) {
-        let tx = self.tx.clone();
-        let name = name.to_string();
-        tokio::spawn(async move {
-            tokio::time::sleep(d).await;
-            let _ = tx.send(name);
-        });
+        send_after(&self.tx, name, d);
     }
 
     fn bd_api(&self) -> Api<BundleDeployment> {
@@ -117,8 +112,8 @@ impl Agent {
         )
         .map_err(kube::Error::BuildRequest)?;
         self.up.client.request_text(req).await?;
-        if let Some(held) = self.bds.get_mut(&name) {
-            held.status = Some(new);
+        if let Some(known) = self.bds.get_mut(&name) {
+            known.status = Some(new);
         }
         Ok(())
     }
@@ -367,12 +362,7 @@ impl Agent {
             // writes whatever it finds.
             self.held
                 .insert(name.to_string(), (bd.spec.deployment_id.clone(), st));
-            let settled = self.settled.clone();
-            let name = name.to_string();
-            tokio::spawn(async move {
-                tokio::time::sleep(STATUS_SETTLE).await;
-                let _ = settled.send(name);
-            });
+            send_after(&self.settled, name, STATUS_SETTLE);
             return Ok(());
         }
         self.write_status(&bd, st)
@@ -667,6 +657,16 @@ fn display_of(
             .as_str()
             .to_string(),
     }
+}
+
+/// Sends `name` on `tx` after `d`, without holding up the loop.
+fn send_after(tx: &mpsc::UnboundedSender<String>, name: &str, d: Duration) {
+    let tx = tx.clone();
+    let name = name.to_string();
+    tokio::spawn(async move {
+        tokio::time::sleep(d).await;
+        let _ = tx.send(name);
+    });
 }
 
 /// Sleeps until `at` (forever when `None`; the caller guards the branch).

@@ -92,8 +92,8 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     for i in 0..opts.clusters {
         downstreams.push(Downstream::new(i, &bootstrap).await?);
     }
-    let per_ds =
-        (procfs::rss_bytes().unwrap_or(0).saturating_sub(rss0)) as f64 / opts.clusters as f64 / MIB;
+    let rss_downstreams = procfs::rss_bytes().unwrap_or(0);
+    let per_ds = rss_downstreams.saturating_sub(rss0) as f64 / opts.clusters as f64 / MIB;
     println!(
         "downstreams: {} in-memory API servers (simulated workloads) in {:.1} s, {per_ds:.2} MiB each",
         opts.clusters,
@@ -121,7 +121,6 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
         r.context("registration task")?
             .context("registering an agent")?;
     }
-    drop(registrations);
     let register_s = t.elapsed().as_secs_f64();
     let rss_registered = procfs::rss_bytes().unwrap_or(0);
     let reg_writes = revision(&admin).await?.saturating_sub(rev0);
@@ -175,10 +174,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     let rss_ready = procfs::rss_bytes().unwrap_or(0);
     println!(
         "memory per cluster: downstream {per_ds:.2} MiB, registration +{:.2}, agent running with {} bundles +{:.2}, total {:.2} MiB",
-        per_cluster(
-            rss0 + (per_ds * opts.clusters as f64 * MIB) as u64,
-            rss_registered
-        ),
+        per_cluster(rss_downstreams, rss_registered),
         opts.bundles,
         per_cluster(rss_registered, rss_ready),
         per_cluster(rss0, rss_ready),
