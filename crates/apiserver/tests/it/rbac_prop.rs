@@ -101,8 +101,11 @@ fn policy() -> impl Strategy<Value = Policy> {
             objects.push(json!({"kind": "ClusterRoleBinding", "metadata": {"name": format!("cb{i}")},
                 "roleRef": {"kind": "ClusterRole", "name": format!("c{r}")}, "subjects": subjects}));
         }
-        Policy { objects }
+        objects
     })
+    // Any order: a binding may arrive before its Role, and a Role may change under its bindings.
+    .prop_shuffle()
+    .prop_map(|objects| Policy { objects })
 }
 
 fn attrs() -> impl Strategy<Value = Attributes> {
@@ -258,8 +261,9 @@ proptest! {
         }
         for u in &users {
             for r in &reqs {
-                let got = a.authorize(u, r).allowed;
-                prop_assert_eq!(got, naive(&p.objects, u, r), "user {:?} attrs {:?}", u, r);
+                let want = naive(&p.objects, u, r);
+                prop_assert_eq!(a.authorize(u, r).allowed, want, "user {:?} attrs {:?}", u, r);
+                prop_assert_eq!(a.allows(u, r), want, "allows: user {:?} attrs {:?}", u, r);
             }
         }
     }
@@ -281,7 +285,9 @@ proptest! {
             kept.retain(|k| !(k["kind"] == o["kind"] && k["metadata"]["name"] == name && k["metadata"]["namespace"] == o["metadata"]["namespace"]));
         }
         for r in &reqs {
-            prop_assert_eq!(a.authorize(&u, r).allowed, naive(&kept, &u, r));
+            let want = naive(&kept, &u, r);
+            prop_assert_eq!(a.authorize(&u, r).allowed, want);
+            prop_assert_eq!(a.allows(&u, r), want);
         }
     }
 

@@ -790,3 +790,79 @@ fn changing_an_aggregated_source_updates_the_aggregate() {
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(!a.authorize(&u("mon"), &attrs).allowed);
 }
+
+/// Registration's shape: one shared service account, one Role and RoleBinding per cluster, each
+/// granting `get` on one Secret. Each poll is allowed for its own Secret only, and the decision
+/// follows the Role when it arrives after its binding or later grants more than names.
+#[test]
+fn many_bindings_limited_to_named_objects() {
+    let mut a = Authorizer::new();
+    let token_user = sa("fleet-clusters", "import-token");
+    let subject =
+        json!([{"kind": "ServiceAccount", "name": "import-token", "namespace": "fleet-clusters"}]);
+    let get_secret = |name: &str| {
+        Attributes::resource("get", "", "secrets")
+            .namespace("fleet-clusters")
+            .name(name)
+    };
+    for i in 0..500 {
+        let b = binding(
+            "fleet-clusters",
+            &format!("request-{i}"),
+            "Role",
+            &format!("request-{i}"),
+            subject.clone(),
+        );
+        let r = role(
+            "fleet-clusters",
+            &format!("request-{i}"),
+            json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"],
+                    "resourceNames": [format!("c-{i}")]}]),
+        );
+        // Half the bindings arrive before their Role, as watch events may.
+        let (first, second) = if i % 2 == 0 { (b, r) } else { (r, b) };
+        a.apply(&first).unwrap_or_else(|e| panic!("{e}"));
+        a.apply(&second).unwrap_or_else(|e| panic!("{e}"));
+    }
+    for i in [0, 1, 250, 499] {
+        let own = get_secret(&format!("c-{i}"));
+        assert!(a.allows(&token_user, &own), "c-{i}");
+        let d = a.authorize(&token_user, &own);
+        assert!(
+            d.allowed && d.reason.contains(&format!("request-{i}")),
+            "{}",
+            d.reason
+        );
+    }
+    assert!(!a.allows(&token_user, &get_secret("c-500")));
+    assert!(!a.allows(&token_user, &get_secret("")));
+    assert!(!a.allows(&u("someone-else"), &get_secret("c-3")));
+    let review = a.rules_for(&token_user, "fleet-clusters");
+    assert_eq!(review.rules.len(), 500);
+
+    // The Role widens to every Secret: the binding now allows any name.
+    a.apply(&role(
+        "fleet-clusters",
+        "request-7",
+        json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]),
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(a.allows(&token_user, &get_secret("anything")));
+    // Narrowed again, then removed: back to its own name, then to nothing.
+    a.apply(&role(
+        "fleet-clusters",
+        "request-7",
+        json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["c-7"]}]),
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!a.allows(&token_user, &get_secret("anything")));
+    assert!(a.allows(&token_user, &get_secret("c-7")));
+    a.remove(Kind::Role, "fleet-clusters", "request-7");
+    assert!(!a.allows(&token_user, &get_secret("c-7")));
+    let review = a.rules_for(&token_user, "fleet-clusters");
+    assert_eq!(review.missing_roles.len(), 1, "{:?}", review.missing_roles);
+    // Removing a binding revokes its name only.
+    a.remove(Kind::RoleBinding, "fleet-clusters", "request-8");
+    assert!(!a.allows(&token_user, &get_secret("c-8")));
+    assert!(a.allows(&token_user, &get_secret("c-9")));
+}

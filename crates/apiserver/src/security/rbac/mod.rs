@@ -256,6 +256,45 @@ struct Binding {
     role_kind: Kind,
     role_name: String,
     subjects: Vec<Subject>,
+    /// For a RoleBinding whose Role grants only named objects (every rule has `resourceNames`,
+    /// or the Role does not exist yet): those names, under which it is indexed in
+    /// `Authorizer::named` instead of the subject index. `None` for every other binding.
+    named: Option<Box<[String]>>,
+}
+
+impl Binding {
+    /// The subject of this binding that `user` is (its name first, then its groups in order).
+    fn subject_of<'u>(&self, user: &'u UserInfo) -> Option<SubjectRef<'u>> {
+        let by_name = self
+            .subjects
+            .iter()
+            .any(|s| matches!(s, Subject::User(u) if *u == user.name));
+        if by_name {
+            return Some(SubjectRef::User(&user.name));
+        }
+        user.groups
+            .iter()
+            .find(|g| {
+                self.subjects
+                    .iter()
+                    .any(|s| matches!(s, Subject::Group(x) if x == *g))
+            })
+            .map(|g| SubjectRef::Group(g))
+    }
+}
+
+/// The object names a Role's rules are limited to, if every rule is limited to names: a binding
+/// of such a Role can only allow requests for those objects. A missing Role grants nothing, so
+/// it is limited to no names at all.
+fn named_only(rules: Option<&[PolicyRule]>) -> Option<Box<[String]>> {
+    let Some(rules) = rules else {
+        return Some(Box::new([]));
+    };
+    if rules.iter().any(|r| r.resource_names.is_empty()) {
+        return None;
+    }
+    let names: BTreeSet<&String> = rules.iter().flat_map(|r| &r.resource_names).collect();
+    Some(names.into_iter().cloned().collect())
 }
 
 #[derive(Clone, Debug)]
@@ -339,7 +378,16 @@ pub struct Authorizer {
     role_bindings: HashMap<String, HashMap<String, Binding>>,
     cluster_role_bindings: HashMap<String, Binding>,
     cluster_index: SubjectIndex,
+    /// Per namespace, the RoleBindings by subject, except those in `named`.
     namespace_index: HashMap<String, SubjectIndex>,
+    /// Per namespace, object name -> the RoleBindings of Roles that grant only named objects.
+    ///
+    /// Why: registration gives one shared service account a Role and RoleBinding per cluster,
+    /// each granting `get` on one Secret; through the subject index every credential poll would
+    /// walk all of them, which made registering N clusters cost O(N²).
+    named: HashMap<String, HashMap<String, BTreeSet<String>>>,
+    /// Per namespace, Role name -> the RoleBindings referring to it, re-indexed when it changes.
+    role_refs: HashMap<String, HashMap<String, BTreeSet<String>>>,
 }
 
 /// Rule lists, interned process-wide.
@@ -597,6 +645,7 @@ fn parse(obj: &Value) -> Result<Parsed, RbacError> {
                 role_kind,
                 role_name: role_name.into(),
                 subjects,
+                named: None,
             })
         }
     };
@@ -745,9 +794,10 @@ impl Authorizer {
         match p.body {
             ParsedBody::Role(rules) => {
                 self.roles
-                    .entry(p.namespace)
+                    .entry(p.namespace.clone())
                     .or_default()
-                    .insert(p.name, rules);
+                    .insert(p.name.clone(), rules);
+                self.reindex_role(&p.namespace, &p.name);
             }
             ParsedBody::ClusterRole(entry) => {
                 let relevant = entry.aggregation.is_some() || self.feeds_aggregation(&entry.labels);
@@ -763,14 +813,19 @@ impl Authorizer {
             ParsedBody::Binding(b) => {
                 self.remove_binding(p.kind, &p.namespace, &p.name);
                 if p.kind == Kind::RoleBinding {
-                    let idx = self.namespace_index.entry(p.namespace.clone()).or_default();
-                    for s in &b.subjects {
-                        idx.insert(s, &p.name);
+                    if b.role_kind == Kind::Role {
+                        self.role_refs
+                            .entry(p.namespace.clone())
+                            .or_default()
+                            .entry(b.role_name.clone())
+                            .or_default()
+                            .insert(p.name.clone());
                     }
                     self.role_bindings
-                        .entry(p.namespace)
+                        .entry(p.namespace.clone())
                         .or_default()
-                        .insert(p.name, b);
+                        .insert(p.name.clone(), b);
+                    self.index_role_binding(&p.namespace, &p.name);
                 } else {
                     for s in &b.subjects {
                         self.cluster_index.insert(s, &p.name);
@@ -793,6 +848,7 @@ impl Authorizer {
                         self.roles.remove(namespace);
                     }
                 }
+                self.reindex_role(namespace, name);
             }
             Kind::ClusterRole => {
                 if let Some(o) = self.cluster_roles.remove(name)
@@ -809,6 +865,7 @@ impl Authorizer {
 
     fn remove_binding(&mut self, kind: Kind, namespace: &str, name: &str) {
         if kind == Kind::RoleBinding {
+            self.unindex_role_binding(namespace, name);
             let Some(m) = self.role_bindings.get_mut(namespace) else {
                 return;
             };
@@ -818,12 +875,17 @@ impl Authorizer {
             if m.is_empty() {
                 self.role_bindings.remove(namespace);
             }
-            if let Some(idx) = self.namespace_index.get_mut(namespace) {
-                for s in &old.subjects {
-                    idx.remove(s, name);
+            if old.role_kind == Kind::Role
+                && let Some(refs) = self.role_refs.get_mut(namespace)
+            {
+                if let Some(set) = refs.get_mut(&old.role_name) {
+                    set.remove(name);
+                    if set.is_empty() {
+                        refs.remove(&old.role_name);
+                    }
                 }
-                if idx.is_empty() {
-                    self.namespace_index.remove(namespace);
+                if refs.is_empty() {
+                    self.role_refs.remove(namespace);
                 }
             }
         } else if let Some(old) = self.cluster_role_bindings.remove(name) {
@@ -831,6 +893,119 @@ impl Authorizer {
                 self.cluster_index.remove(s, name);
             }
         }
+    }
+
+    /// Indexes a stored RoleBinding: under the object names its Role is limited to, or else by
+    /// subject; records which in the binding so [`Self::unindex_role_binding`] can undo it.
+    fn index_role_binding(&mut self, namespace: &str, name: &str) {
+        let Some(b) = self.role_bindings.get(namespace).and_then(|m| m.get(name)) else {
+            return;
+        };
+        let named = match b.role_kind {
+            Kind::Role => named_only(self.role_rules(namespace, &b.role_name)),
+            _ => None,
+        };
+        match &named {
+            Some(objects) if !objects.is_empty() => {
+                let idx = self.named.entry(namespace.to_string()).or_default();
+                for o in objects.iter() {
+                    idx.entry(o.clone()).or_default().insert(name.to_string());
+                }
+            }
+            Some(_) => {}
+            None => {
+                let idx = self
+                    .namespace_index
+                    .entry(namespace.to_string())
+                    .or_default();
+                for s in &b.subjects {
+                    idx.insert(s, name);
+                }
+            }
+        }
+        if let Some(b) = self
+            .role_bindings
+            .get_mut(namespace)
+            .and_then(|m| m.get_mut(name))
+        {
+            b.named = named;
+        }
+    }
+
+    /// Takes a stored RoleBinding out of whichever index [`Self::index_role_binding`] put it in.
+    fn unindex_role_binding(&mut self, namespace: &str, name: &str) {
+        let Some(b) = self.role_bindings.get(namespace).and_then(|m| m.get(name)) else {
+            return;
+        };
+        match &b.named {
+            Some(objects) => {
+                if let Some(idx) = self.named.get_mut(namespace) {
+                    for o in objects.iter() {
+                        if let Some(set) = idx.get_mut(o) {
+                            set.remove(name);
+                            if set.is_empty() {
+                                idx.remove(o);
+                            }
+                        }
+                    }
+                    if idx.is_empty() {
+                        self.named.remove(namespace);
+                    }
+                }
+            }
+            None => {
+                if let Some(idx) = self.namespace_index.get_mut(namespace) {
+                    for s in &b.subjects {
+                        idx.remove(s, name);
+                    }
+                    if idx.is_empty() {
+                        self.namespace_index.remove(namespace);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Re-indexes the RoleBindings of a Role that was added, changed or removed: whether they
+    /// grant only named objects, and which, follows the Role's rules.
+    fn reindex_role(&mut self, namespace: &str, role: &str) {
+        let Some(bindings) = self.role_refs.get(namespace).and_then(|m| m.get(role)) else {
+            return;
+        };
+        let bindings: Vec<String> = bindings.iter().cloned().collect();
+        for b in &bindings {
+            self.unindex_role_binding(namespace, b);
+            self.index_role_binding(namespace, b);
+        }
+    }
+
+    /// Calls `f(binding name, binding, matched subject)` for the RoleBindings in `namespace`
+    /// limited to named objects that name `object` and the user or one of its groups; stops
+    /// early when `f` returns true.
+    fn visit_named<'u>(
+        &self,
+        namespace: &str,
+        object: &str,
+        user: &'u UserInfo,
+        mut f: impl FnMut(&str, &Binding, SubjectRef<'u>) -> bool,
+    ) -> bool {
+        let (Some(idx), Some(bindings)) =
+            (self.named.get(namespace), self.role_bindings.get(namespace))
+        else {
+            return false;
+        };
+        let Some(names) = idx.get(object) else {
+            return false;
+        };
+        for name in names {
+            if let Some(b) = bindings.get(name)
+                && let Some(subject) = b.subject_of(user)
+                && f(name, b, subject)
+            {
+                return true;
+            }
+        }
+        false
     }
 
     /// Whether a ClusterRole with these labels is selected by some aggregated ClusterRole, so a
@@ -948,14 +1123,15 @@ impl Authorizer {
             return cluster;
         }
         let ns = attrs.namespace.as_str();
-        let (Some(idx), Some(bindings)) =
-            (self.namespace_index.get(ns), self.role_bindings.get(ns))
-        else {
+        let Some(bindings) = self.role_bindings.get(ns) else {
             return false;
         };
-        idx.visit(user, |name, _| {
-            bindings.get(name).is_some_and(|b| grants(ns, b))
-        })
+        let wide = self.namespace_index.get(ns).is_some_and(|idx| {
+            idx.visit(user, |name, _| {
+                bindings.get(name).is_some_and(|b| grants(ns, b))
+            })
+        });
+        wide || self.visit_named(ns, &attrs.name, user, |_, b, _| grants(ns, b))
     }
 
     /// Decides whether `user` may do `attrs`: `system:masters` always may; otherwise the rules of
@@ -986,20 +1162,16 @@ impl Authorizer {
         });
         if reason.is_none()
             && !attrs.namespace.is_empty()
-            && let Some(idx) = self.namespace_index.get(attrs.namespace.as_str())
             && let Some(bindings) = self.role_bindings.get(attrs.namespace.as_str())
         {
-            idx.visit(user, |name, subject| {
-                let Some(b) = bindings.get(name) else {
-                    return false;
-                };
-                let Some(rules) = self.binding_rules(&attrs.namespace, b) else {
+            let ns = attrs.namespace.as_str();
+            let mut check = |name: &str, b: &Binding, subject: SubjectRef<'_>| {
+                let Some(rules) = self.binding_rules(ns, b) else {
                     return false;
                 };
                 if rules.iter().any(|r| r.allows(attrs)) {
                     reason = Some(format!(
-                        "RBAC: allowed by RoleBinding \"{name}/{}\" of {} {:?} to {}",
-                        attrs.namespace,
+                        "RBAC: allowed by RoleBinding \"{name}/{ns}\" of {} {:?} to {}",
                         b.role_kind.as_str(),
                         b.role_name,
                         subject.describe()
@@ -1007,7 +1179,15 @@ impl Authorizer {
                     return true;
                 }
                 false
+            };
+            let wide = self.namespace_index.get(ns).is_some_and(|idx| {
+                idx.visit(user, |name, subject| {
+                    bindings.get(name).is_some_and(|b| check(name, b, subject))
+                })
             });
+            if !wide {
+                self.visit_named(ns, &attrs.name, user, check);
+            }
         }
         match reason {
             Some(r) => Decision::allow(r),
@@ -1049,23 +1229,37 @@ impl Authorizer {
             false
         });
         if !namespace.is_empty()
-            && let Some(idx) = self.namespace_index.get(namespace)
             && let Some(bindings) = self.role_bindings.get(namespace)
         {
-            idx.visit(user, |name, _| {
-                if let Some(b) = bindings.get(name) {
-                    add(
-                        &mut set,
-                        self.binding_rules(namespace, b),
-                        format!(
-                            "{}.rbac.authorization.k8s.io {:?} not found (RoleBinding \"{namespace}/{name}\")",
-                            b.role_kind.as_str().to_lowercase(),
-                            b.role_name
-                        ),
-                    );
-                }
-                false
-            });
+            let add_binding = |set: &mut RuleSet, name: &str, b: &Binding| {
+                add(
+                    set,
+                    self.binding_rules(namespace, b),
+                    format!(
+                        "{}.rbac.authorization.k8s.io {:?} not found (RoleBinding \"{namespace}/{name}\")",
+                        b.role_kind.as_str().to_lowercase(),
+                        b.role_name
+                    ),
+                );
+            };
+            if let Some(idx) = self.namespace_index.get(namespace) {
+                idx.visit(user, |name, _| {
+                    if let Some(b) = bindings.get(name) {
+                        add_binding(&mut set, name, b);
+                    }
+                    false
+                });
+            }
+            // Bindings limited to named objects are not in the subject index; this review is
+            // rare, so it scans them.
+            let mut named: Vec<(&String, &Binding)> = bindings
+                .iter()
+                .filter(|(_, b)| b.named.is_some() && b.subject_of(user).is_some())
+                .collect();
+            named.sort_by(|a, b| a.0.cmp(b.0));
+            for (name, b) in named {
+                add_binding(&mut set, name, b);
+            }
         }
         set
     }
