@@ -408,24 +408,31 @@ async fn remove_older_registrations(
     // remove each other.
     let age = |x: &ClusterRegistration| (x.meta().creation_timestamp.clone(), x.name_any());
     let mine = age(r);
+    let is_older = |old: &ClusterRegistration| {
+        old.spec.client_id == r.spec.client_id
+            && old.spec.client_random != r.spec.client_random
+            && old.uid() != r.uid()
+            && old.namespace().as_deref() == Some(ws)
+            && age(old) < mine
+    };
     let older: Vec<ClusterRegistration> = match ctx.requests.get() {
-        // The controller's own cache: no list per registration.
+        // The controller's own cache: no list per registration, and only the client's own
+        // requests are copied (copying every one made registering N clusters cost O(N²)).
         Some(store) => store
             .state()
             .iter()
-            .filter(|o| o.namespace().as_deref() == Some(ws))
+            .filter(|o| is_older(o))
             .map(|o| (**o).clone())
             .collect(),
-        None => api.list(&ListParams::default()).await?.items,
+        None => api
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(is_older)
+            .collect(),
     };
     for old in older {
-        if old.spec.client_id != r.spec.client_id
-            || old.spec.client_random == r.spec.client_random
-            || old.uid() == r.uid()
-            || age(&old) >= mine
-        {
-            continue;
-        }
         tracing::info!(old = %old.name_any(), new = %r.name_any(), namespace = %ws, "replacing older registration");
         super::cleanup::revoke(
             ctx,
