@@ -106,12 +106,7 @@ fn plan(ctx: &Context, b: &Bundle, mid: &str) -> Result<Plan, String> {
         .collect();
     let views: Vec<_> = targets
         .iter()
-        .filter_map(|t| {
-            fleet.view(
-                t.cluster.metadata.namespace.as_deref().unwrap_or(""),
-                t.cluster.metadata.name.as_deref().unwrap_or(""),
-            )
-        })
+        .filter_map(|t| fleet.target_view(t))
         .collect();
     if views.len() != targets.len() {
         return Err("targeted cluster missing from the index".into());
@@ -243,7 +238,8 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
 
     // Desired BDs, written where they differ from the cache. Each is built only when the
     // writes reach it: a bundle's thousand desired objects are not all alive at once.
-    let mut desired_keys: HashSet<(String, String)> = HashSet::new();
+    // The namespaces of the BDs wanted (all named after the bundle).
+    let mut desired_namespaces: HashSet<std::borrow::Cow<'_, str>> = HashSet::new();
     let mut shown: Vec<Option<Shown>> = Vec::with_capacity(targets.len());
     let mut jobs = Vec::new();
     for (i, (t, rt)) in targets.iter().zip(&rts).enumerate() {
@@ -252,10 +248,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
             continue;
         };
         let promoted = d.deployment_id == t.deployment_id;
-        desired_keys.insert((
-            fleet_targeting::bundle_deployment_namespace(&t.cluster),
-            name.clone(),
-        ));
+        desired_namespaces.insert(fleet_targeting::bundle_deployment_namespace(&t.cluster));
         shown.push(Some(Shown {
             deployment_id: d.deployment_id.clone(),
             staged_deployment_id: t.deployment_id.clone(),
@@ -321,7 +314,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
     // Orphans: BDs of this bundle for clusters it no longer targets.
     let orphans: Vec<(String, String)> = keys(ctx.stores.bds.of_bundle(&ns, &name))
         .into_iter()
-        .filter(|k| !desired_keys.contains(k))
+        .filter(|(bdns, bdname)| *bdname != name || !desired_namespaces.contains(bdns.as_str()))
         .collect();
     let deleted = !orphans.is_empty();
     delete_bds(&ctx, orphans).await?;
@@ -334,21 +327,33 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
     let mut summary = BundleSummary::default();
     for (t, bd) in targets.iter().zip(&shown) {
         let c = &t.cluster;
-        let cname = format!(
-            "{}/{}",
-            c.metadata.namespace.as_deref().unwrap_or(""),
-            c.metadata.name.as_deref().unwrap_or("")
-        );
+        // Only the first ten clusters that are not ready are named (with their message).
+        let named = summary.non_ready_resources.len() < 10;
+        let cname = if named {
+            format!(
+                "{}/{}",
+                c.metadata.namespace.as_deref().unwrap_or(""),
+                c.metadata.name.as_deref().unwrap_or("")
+            )
+        } else {
+            String::new()
+        };
         summary.desired_ready += 1;
         match bd {
             Some(bd) => {
                 let f = bd.facts();
                 let st = f.status;
+                let state = state_of(&f);
+                let message = if named && state != fleet_api::state::BundleState::Ready {
+                    message_of(&f)
+                } else {
+                    String::new()
+                };
                 fleet_targeting::status::increment(
                     &mut summary,
                     &cname,
-                    state_of(&f),
-                    &message_of(&f),
+                    state,
+                    &message,
                     st.map_or(&[], |s| &s.modified_status),
                     st.map_or(&[], |s| &s.non_ready_status),
                 );

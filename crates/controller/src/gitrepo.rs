@@ -47,6 +47,23 @@ pub struct PollState {
     /// used: a changed Secret rebuilds the Bundles (upstream reruns its job on a Secret change).
     helm_secrets: u64,
     built_helm_secrets: u64,
+    /// When the status was last computed and how long that took (see [`summary_wait`]).
+    summarized: Option<(Instant, Duration)>,
+}
+
+/// A GitRepo's status is recomputed at most once a second while only its BundleDeployments
+/// change, and at most once per twenty times its cost: its summary reads every BD of the
+/// GitRepo, and at 100,000 BDs recomputing it on every trigger took a fifth of the manager.
+const SUMMARY_SPACING: Duration = Duration::from_secs(1);
+const SUMMARY_COST_FACTOR: u32 = 20;
+
+/// How long a summary-only pass must wait (None: compute now).
+fn summary_wait(st: &PollState, now: Instant) -> Option<Duration> {
+    let (at, cost) = st.summarized?;
+    let spacing = SUMMARY_SPACING.max(cost.saturating_mul(SUMMARY_COST_FACTOR));
+    spacing
+        .checked_sub(now.saturating_duration_since(at))
+        .filter(|w| !w.is_zero())
 }
 
 /// How long a webhook's commit is waited for (upstream: 30 s of 2 s requeues).
@@ -260,7 +277,8 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     let due = st.next_poll.is_none_or(|t| t <= now) || st.polled_generation != generation;
     let may_poll = !g.spec.disable_polling || st.commit.is_empty() || st.webhook.is_some();
     let mut creds = None;
-    if due && may_poll {
+    let polled = due && may_poll;
+    if polled {
         st.helm_secrets = helm_secrets_fingerprint(&ctx, &g).await;
         match credentials(&ctx, &g).await {
             Ok(c) => {
@@ -315,7 +333,21 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
 
     let want = (st.commit.clone(), generation, g.spec.force_sync_generation);
     let stale = st.applied.as_ref() != Some(&want) || st.built_helm_secrets != st.helm_secrets;
-    if !st.commit.is_empty() && stale && st.poll_error.is_none() {
+    let build = !st.commit.is_empty() && stale && st.poll_error.is_none();
+    if !polled
+        && !build
+        && g.status.is_some()
+        && let Some(wait) = summary_wait(&st, now)
+    {
+        let until_poll = st
+            .next_poll
+            .map_or(wait, |t| t.saturating_duration_since(now));
+        save_state(&ctx, &uid, st);
+        return Ok(Action::requeue(
+            wait.min(until_poll).max(Duration::from_millis(100)),
+        ));
+    }
+    if build {
         if creds.is_none() {
             creds = credentials(&ctx, &g).await.ok().flatten();
         }
@@ -340,7 +372,9 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     }
     let next = st.next_poll;
     let awaiting_webhook = st.webhook.is_some();
+    let started = Instant::now();
     let status = compute_status(&ctx, &g, &st);
+    st.summarized = Some((started, started.elapsed()));
     save_state(&ctx, &uid, st);
     write_status(&ctx, &api, &g, status).await?;
     if g.spec.disable_polling
@@ -710,11 +744,19 @@ fn compute_status(ctx: &Context, g: &GitRepo, st: &PollState) -> GitRepoStatus {
             let f = bd.facts();
             let state = fleet_targeting::status::state_of(&f);
             summary.desired_ready += 1;
+            // Only the first ten that are not ready are listed, with their message.
+            let listed = state != fleet_api::state::BundleState::Ready
+                && summary.non_ready_resources.len() < 10;
+            let message = if listed {
+                fleet_targeting::status::message_of(&f)
+            } else {
+                String::new()
+            };
             fleet_targeting::status::increment(
                 &mut summary,
                 &bdname,
                 state,
-                &fleet_targeting::status::message_of(&f),
+                &message,
                 f.status.map_or(&[], |s| &s.modified_status),
                 f.status.map_or(&[], |s| &s.non_ready_status),
             );

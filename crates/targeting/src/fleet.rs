@@ -755,6 +755,18 @@ impl Fleet {
         }
     }
 
+    /// The view of a target's cluster: by the id it was targeted with while that id still
+    /// holds the same cluster object, else by name.
+    pub fn target_view(&self, t: &crate::Target) -> Option<ClusterView<'_>> {
+        match self.clusters.get(t.cluster_id) {
+            Some(s) if Arc::ptr_eq(&s.cluster, &t.cluster) => self.view_of(t.cluster_id),
+            _ => self.view(
+                t.cluster.metadata.namespace.as_deref().unwrap_or(""),
+                t.cluster.metadata.name.as_deref().unwrap_or(""),
+            ),
+        }
+    }
+
     pub(crate) fn view_of(&self, id: usize) -> Option<ClusterView<'_>> {
         let s = self.clusters.get(id)?;
         let meta = &s.cluster.metadata;

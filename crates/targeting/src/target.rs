@@ -28,6 +28,10 @@ pub struct Target {
     pub options: Arc<BundleDeploymentOptions>,
     /// `manifestID:optionsHash`.
     pub deployment_id: String,
+    /// The cluster's index in the [`Fleet`] it was targeted from, so the rollout's pass over the
+    /// same `Fleet` finds its view without looking its name up again
+    /// ([`Fleet::target_view`]).
+    pub cluster_id: usize,
 }
 
 /// Statistics of one targeting pass.
@@ -162,6 +166,7 @@ pub fn targets(
             target_name: t.name.clone(),
             options,
             deployment_id: id,
+            cluster_id: ci,
         });
     }
     Ok(out)
@@ -169,15 +174,14 @@ pub fn targets(
 
 /// The namespace of a cluster's BundleDeployments: its cluster namespace (from its status, else
 /// the name upstream gives it), known without building a BundleDeployment.
-pub fn bundle_deployment_namespace(cluster: &Cluster) -> String {
-    cluster
-        .status
-        .as_ref()
-        .map(|s| s.namespace.clone())
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| {
-            fleet_api::names::cluster_namespace(ns(&cluster.metadata), name(&cluster.metadata))
-        })
+pub fn bundle_deployment_namespace(cluster: &Cluster) -> std::borrow::Cow<'_, str> {
+    match cluster.status.as_ref().map(|s| s.namespace.as_str()) {
+        Some(n) if !n.is_empty() => std::borrow::Cow::Borrowed(n),
+        _ => std::borrow::Cow::Owned(fleet_api::names::cluster_namespace(
+            ns(&cluster.metadata),
+            name(&cluster.metadata),
+        )),
+    }
 }
 
 /// The BundleDeployment the controller writes for a target (all options staged and current).
@@ -189,7 +193,7 @@ pub fn bundle_deployment(
 ) -> BundleDeployment {
     let cns = ns(&cluster.metadata);
     let cname = name(&cluster.metadata);
-    let namespace = bundle_deployment_namespace(cluster);
+    let namespace = bundle_deployment_namespace(cluster).into_owned();
     let mut labels: BTreeMap<String, String> = BTreeMap::new();
     for (k, v) in bundle.metadata.labels.iter().flatten() {
         let fleet_label = k.starts_with(FLEET_LABEL_PREFIX);

@@ -19,7 +19,52 @@ use crate::state::{ApiServer, Head};
 use crate::storage::store::Rev;
 
 const CACHE_TTL: Duration = Duration::from_secs(60);
-const CACHE_MAX: usize = 4096;
+
+/// A token's cache key: its SHA-256, so an entry costs 32 bytes instead of a JWT's kilobyte
+/// and no other token can collide with it.
+type TokenKey = [u8; 32];
+
+fn token_key(token: &str) -> TokenKey {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes()).into()
+}
+
+/// The store keys a liveness check read, with the revisions it read them at.
+type Seen = Arc<[(String, Rev)]>;
+
+/// Entries by token, each forgotten `CACHE_TTL` after it was stored.
+///
+/// Why not a fixed bound: a manager serves one token per agent, and a cache of 4,096 that was
+/// cleared when full verified every signature again for each request beyond 4,096 agents.
+/// Expired entries are swept when the map has doubled since the last sweep.
+struct TtlCache<V> {
+    map: HashMap<TokenKey, (V, Instant)>,
+    sweep_at: usize,
+}
+
+impl<V: Clone> TtlCache<V> {
+    fn new() -> TtlCache<V> {
+        TtlCache {
+            map: HashMap::new(),
+            sweep_at: 1024,
+        }
+    }
+
+    fn get(&self, key: &TokenKey) -> Option<V> {
+        self.map
+            .get(key)
+            .filter(|(_, at)| at.elapsed() < CACHE_TTL)
+            .map(|(v, _)| v.clone())
+    }
+
+    fn insert(&mut self, key: TokenKey, v: V) {
+        if self.map.len() >= self.sweep_at {
+            self.map.retain(|_, (_, at)| at.elapsed() < CACHE_TTL);
+            self.sweep_at = (self.map.len() * 2).max(1024);
+        }
+        self.map.insert(key, (v, Instant::now()));
+    }
+}
 
 /// Authenticates service-account bearer tokens for [`crate::security::auth::Authenticator`].
 ///
@@ -27,11 +72,11 @@ const CACHE_MAX: usize = 4096;
 /// Secret, Pod) run against the store on every request, so a deletion revokes immediately.
 pub struct ServiceAccountAuthenticator {
     srv: ApiServer,
-    cache: Mutex<HashMap<String, (Arc<Verified>, Instant)>>,
+    cache: Mutex<TtlCache<Arc<Verified>>>,
     /// Per token, the objects its last successful liveness check read and their revisions:
     /// while none of them has changed, the check would read the same JSON and pass again.
     /// Why: every request of an agent made that check, parsing its Secret and ServiceAccount.
-    live: Mutex<HashMap<String, Vec<(String, Rev)>>>,
+    live: Mutex<TtlCache<Seen>>,
 }
 
 impl std::fmt::Debug for ServiceAccountAuthenticator {
@@ -50,19 +95,21 @@ impl ServiceAccountAuthenticator {
     pub fn new(srv: ApiServer) -> ServiceAccountAuthenticator {
         ServiceAccountAuthenticator {
             srv,
-            cache: Mutex::new(HashMap::new()),
-            live: Mutex::new(HashMap::new()),
+            cache: Mutex::new(TtlCache::new()),
+            live: Mutex::new(TtlCache::new()),
         }
     }
 
-    fn verified(&self, token: &str, audiences: &[String]) -> Result<Arc<Verified>, String> {
+    fn verified(
+        &self,
+        token: &str,
+        key: &TokenKey,
+        audiences: &[String],
+    ) -> Result<Arc<Verified>, String> {
         let sa = &self.srv.inner.sa;
         let now = now_seconds();
         let default_auds = audiences == sa.cfg.api_audiences.as_slice();
-        if default_auds
-            && let Some((v, at)) = self.cache.lock().get(token).cloned()
-            && at.elapsed() < CACHE_TTL
-        {
+        if default_auds && let Some(v) = self.cache.lock().get(key) {
             if v.claims.exp.is_some_and(|exp| now >= exp) {
                 return Err("token has expired".into());
             }
@@ -82,14 +129,7 @@ impl ServiceAccountAuthenticator {
             .map_err(|e| e.to_string())?;
         let v = Arc::new(v);
         if default_auds {
-            let mut cache = self.cache.lock();
-            if cache.len() >= CACHE_MAX {
-                cache.retain(|_, (_, at)| at.elapsed() < CACHE_TTL);
-                if cache.len() >= CACHE_MAX {
-                    cache.clear();
-                }
-            }
-            cache.insert(token.to_string(), (v.clone(), Instant::now()));
+            self.cache.lock().insert(*key, v.clone());
         }
         Ok(v)
     }
@@ -97,9 +137,10 @@ impl ServiceAccountAuthenticator {
     /// The live-object checks kube-apiserver's service-account validators make.
     /// [`Self::check_live`], skipped when the objects it last read for this token are at the
     /// revisions it read them at.
-    fn check_live_cached(&self, v: &Verified, token: &str) -> Result<(), String> {
+    fn check_live_cached(&self, v: &Verified, token: &str, key: &TokenKey) -> Result<(), String> {
         let store = self.srv.store();
-        if self.live.lock().get(token).is_some_and(|seen| {
+        let seen = self.live.lock().get(key);
+        if seen.is_some_and(|seen| {
             seen.iter()
                 .all(|(key, rev)| store.get(key).is_some_and(|o| o.rev == *rev))
         }) {
@@ -107,11 +148,7 @@ impl ServiceAccountAuthenticator {
         }
         let mut seen = Vec::new();
         self.check_live(v, token, &mut seen)?;
-        let mut live = self.live.lock();
-        if live.len() >= CACHE_MAX {
-            live.clear();
-        }
-        live.insert(token.to_string(), seen);
+        self.live.lock().insert(*key, seen.into());
         Ok(())
     }
 
@@ -203,8 +240,9 @@ impl ServiceAccountAuthenticator {
 impl TokenVerifier for ServiceAccountAuthenticator {
     fn verify_token(&self, token: &str, audiences: Option<&[String]>) -> Result<UserInfo, String> {
         let audiences = audiences.unwrap_or(&self.srv.inner.sa.cfg.api_audiences);
-        let v = self.verified(token, audiences)?;
-        self.check_live_cached(&v, token)?;
+        let key = token_key(token);
+        let v = self.verified(token, &key, audiences)?;
+        self.check_live_cached(&v, token, &key)?;
         Ok(v.user())
     }
 }
