@@ -207,6 +207,15 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         return Ok(Action::await_change());
     }
 
+    let revision_now = ctx
+        .fleet
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .revision();
+    if let Some(wait) = ctx.settled_wait(&bundle, revision_now) {
+        return Ok(Action::requeue(wait.max(Duration::from_millis(100))));
+    }
+    let started = std::time::Instant::now();
     let mut b = (*bundle).clone();
     let mut status = bundle.status.clone().unwrap_or_default();
     if !b.spec.values_hash.is_empty()
@@ -256,6 +265,8 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         }));
         jobs.push((i, promoted));
     }
+    // Every target has its desired deployment: no rollout step is left for BD changes to unlock.
+    let all_promoted = jobs.len() == targets.len() && jobs.iter().all(|(_, promoted)| *promoted);
     let mut memo = ctx.desired_memo(&bundle, revision, targets.len());
     let build = |(i, promoted): (usize, bool)| {
         let (t, ex) = (&targets[i], &existing[i]);
@@ -318,6 +329,9 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
         .collect();
     let deleted = !orphans.is_empty();
     delete_bds(&ctx, orphans).await?;
+    if all_promoted && !wrote && !deleted {
+        ctx.mark_settled(&bundle, started);
+    }
     if wrote || deleted {
         // A manifest may have lost its last BD: let the Content collector look soon.
         ctx.content_changed.notify_one();
