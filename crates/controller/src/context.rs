@@ -614,7 +614,6 @@ impl Context {
         self.write_slots.acquire().await.ok()
     }
 
-    /// Forgets the memo of a deleted bundle.
     /// How long a pass of `b` must wait because it could only change the Bundle's status: the
     /// last pass with the same inputs found every target promoted and written and no orphan
     /// (see [`DesiredMemo::settled`]). Such passes run at most once a second and once per twenty
@@ -637,6 +636,7 @@ impl Context {
         }
     }
 
+    /// Forgets the memo of a deleted bundle.
     pub(crate) fn forget_desired_memo(&self, b: &ObjectRef<Bundle>) {
         if let Ok(mut m) = self.desired.lock() {
             m.remove(b);
