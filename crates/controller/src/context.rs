@@ -616,15 +616,12 @@ impl Context {
 
     /// How long a pass of `b` must wait because it could only change the Bundle's status: the
     /// last pass with the same inputs found every target promoted and written and no orphan
-    /// (see [`DesiredMemo::settled`]). Such passes run at most once a second and once per twenty
-    /// times their cost; None: run now.
+    /// (see [`DesiredMemo::settled`]). Such passes are paced by [`paced_wait`]; None: run now.
     pub(crate) fn settled_wait(&self, b: &Bundle, revision: u64) -> Option<std::time::Duration> {
         let inputs = DesiredMemo::inputs_of(b, revision);
         let m = self.desired.lock().ok()?;
         let memo = m.get(&ObjectRef::from(b)).filter(|m| m.inputs == inputs)?;
-        let (at, cost) = memo.settled?;
-        let spacing = SETTLED_SPACING.max(cost.saturating_mul(SETTLED_COST_FACTOR));
-        spacing.checked_sub(at.elapsed()).filter(|w| !w.is_zero())
+        paced_wait(memo.settled?, Instant::now())
     }
 
     /// Records that the pass of `b` started at `started` left nothing to write.
@@ -659,10 +656,24 @@ pub(crate) struct DesiredMemo {
     settled: Option<(Instant, std::time::Duration)>,
 }
 
-/// Status-only Bundle passes run at most this often, and at most once per
-/// `SETTLED_COST_FACTOR` times their own cost.
-const SETTLED_SPACING: std::time::Duration = std::time::Duration::from_secs(1);
-const SETTLED_COST_FACTOR: u32 = 20;
+/// Passes that only recompute a summary over many BDs (a Bundle's status once its BDs are all
+/// written, a GitRepo's status) run at most this often, and at most once per
+/// `PACED_COST_FACTOR` times their own cost, so at 100,000 BDs they take a twentieth of a core.
+const PACED_SPACING: std::time::Duration = std::time::Duration::from_secs(1);
+const PACED_COST_FACTOR: u32 = 20;
+
+/// How long a paced pass must still wait after one that started at `last.0` and took `last.1`
+/// (None: run now).
+pub(crate) fn paced_wait(
+    last: (Instant, std::time::Duration),
+    now: Instant,
+) -> Option<std::time::Duration> {
+    let (at, cost) = last;
+    let spacing = PACED_SPACING.max(cost.saturating_mul(PACED_COST_FACTOR));
+    spacing
+        .checked_sub(now.saturating_duration_since(at))
+        .filter(|w| !w.is_zero())
+}
 
 impl DesiredMemo {
     fn inputs_of(b: &Bundle, revision: u64) -> u64 {
@@ -926,5 +937,23 @@ impl Context {
             self.subscriptions.lock().ok().and_then(|mut s| sub(&mut s)),
             self.receivers.lock().ok().and_then(|mut r| rx(&mut r)),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::paced_wait;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn paced_passes_wait_a_second_or_twenty_times_their_cost() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // A cheap pass: a second from its start.
+        assert_eq!(paced_wait((t0, ms(5)), t0 + ms(300)), Some(ms(700)));
+        assert_eq!(paced_wait((t0, ms(5)), t0 + ms(1000)), None);
+        // A 200 ms pass: four seconds.
+        assert_eq!(paced_wait((t0, ms(200)), t0 + ms(1000)), Some(ms(3000)));
+        assert_eq!(paced_wait((t0, ms(200)), t0 + ms(4000)), None);
     }
 }

@@ -47,23 +47,10 @@ pub struct PollState {
     /// used: a changed Secret rebuilds the Bundles (upstream reruns its job on a Secret change).
     helm_secrets: u64,
     built_helm_secrets: u64,
-    /// When the status was last computed and how long that took (see [`summary_wait`]).
+    /// When the status was last computed and how long that took: a pass that neither polls nor
+    /// builds is paced by it ([`crate::context::paced_wait`]), since the summary reads every BD
+    /// of the GitRepo (a fifth of the manager at 100,000 BDs when it ran on every trigger).
     summarized: Option<(Instant, Duration)>,
-}
-
-/// A GitRepo's status is recomputed at most once a second while only its BundleDeployments
-/// change, and at most once per twenty times its cost: its summary reads every BD of the
-/// GitRepo, and at 100,000 BDs recomputing it on every trigger took a fifth of the manager.
-const SUMMARY_SPACING: Duration = Duration::from_secs(1);
-const SUMMARY_COST_FACTOR: u32 = 20;
-
-/// How long a summary-only pass must wait (None: compute now).
-fn summary_wait(st: &PollState, now: Instant) -> Option<Duration> {
-    let (at, cost) = st.summarized?;
-    let spacing = SUMMARY_SPACING.max(cost.saturating_mul(SUMMARY_COST_FACTOR));
-    spacing
-        .checked_sub(now.saturating_duration_since(at))
-        .filter(|w| !w.is_zero())
 }
 
 /// How long a webhook's commit is waited for (upstream: 30 s of 2 s requeues).
@@ -337,7 +324,9 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     if !polled
         && !build
         && g.status.is_some()
-        && let Some(wait) = summary_wait(&st, now)
+        && let Some(wait) = st
+            .summarized
+            .and_then(|last| crate::context::paced_wait(last, now))
     {
         let until_poll = st
             .next_poll
@@ -744,10 +733,7 @@ fn compute_status(ctx: &Context, g: &GitRepo, st: &PollState) -> GitRepoStatus {
             let f = bd.facts();
             let state = fleet_targeting::status::state_of(&f);
             summary.desired_ready += 1;
-            // Only the first ten that are not ready are listed, with their message.
-            let listed = state != fleet_api::state::BundleState::Ready
-                && summary.non_ready_resources.len() < 10;
-            let message = if listed {
+            let message = if fleet_targeting::status::lists(&summary, state) {
                 fleet_targeting::status::message_of(&f)
             } else {
                 String::new()
