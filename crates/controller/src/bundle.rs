@@ -340,47 +340,34 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Rec
     // Status.
     let mut summary = BundleSummary::default();
     for (t, bd) in targets.iter().zip(&shown) {
-        let c = &t.cluster;
-        // Only the first ten clusters that are not ready are named (with their message).
-        let named = summary.non_ready_resources.len() < 10;
-        let cname = if named {
-            format!(
-                "{}/{}",
-                c.metadata.namespace.as_deref().unwrap_or(""),
-                c.metadata.name.as_deref().unwrap_or("")
+        let facts = bd.as_ref().map(Shown::facts);
+        let state = facts
+            .as_ref()
+            .map_or(fleet_api::state::BundleState::Pending, state_of);
+        // A name and a message only for the entries the summary lists.
+        let (cname, message) = if fleet_targeting::status::lists(&summary, state) {
+            let c = &t.cluster.metadata;
+            (
+                format!(
+                    "{}/{}",
+                    c.namespace.as_deref().unwrap_or(""),
+                    c.name.as_deref().unwrap_or("")
+                ),
+                facts.as_ref().map(message_of).unwrap_or_default(),
             )
         } else {
-            String::new()
+            (String::new(), String::new())
         };
+        let st = facts.as_ref().and_then(|f| f.status);
         summary.desired_ready += 1;
-        match bd {
-            Some(bd) => {
-                let f = bd.facts();
-                let st = f.status;
-                let state = state_of(&f);
-                let message = if named && state != fleet_api::state::BundleState::Ready {
-                    message_of(&f)
-                } else {
-                    String::new()
-                };
-                fleet_targeting::status::increment(
-                    &mut summary,
-                    &cname,
-                    state,
-                    &message,
-                    st.map_or(&[], |s| &s.modified_status),
-                    st.map_or(&[], |s| &s.non_ready_status),
-                );
-            }
-            None => fleet_targeting::status::increment(
-                &mut summary,
-                &cname,
-                fleet_api::state::BundleState::Pending,
-                "",
-                &[],
-                &[],
-            ),
-        }
+        fleet_targeting::status::increment(
+            &mut summary,
+            &cname,
+            state,
+            &message,
+            st.map_or(&[], |s| &s.modified_status),
+            st.map_or(&[], |s| &s.non_ready_status),
+        );
     }
     let mut partitions = Vec::new();
     for (p, (pname, count, max_unavailable, unavailable)) in plans.iter().zip(&rs.partitions) {

@@ -108,6 +108,16 @@ pub fn message_of(d: &impl DeploymentFacts) -> String {
     m.to_string()
 }
 
+/// How many non-ready entries a summary lists (upstream's limit).
+const LISTED: usize = 10;
+
+/// Whether [`increment`] would list a deployment in `state` by name and message: callers build
+/// those only then (a summary over 100,000 BDs would otherwise format a name and a message for
+/// each).
+pub fn lists(s: &BundleSummary, state: BundleState) -> bool {
+    state != BundleState::Ready && s.non_ready_resources.len() < LISTED
+}
+
 /// Counts one deployment (or a pending target) into a summary; keeps ≤ 10 non-ready entries.
 pub fn increment(
     s: &mut BundleSummary,
@@ -126,7 +136,7 @@ pub fn increment(
         BundleState::OutOfSync => s.out_of_sync += 1,
         BundleState::Ready => s.ready += 1,
     }
-    if !name.is_empty() && state != BundleState::Ready && s.non_ready_resources.len() < 10 {
+    if !name.is_empty() && lists(s, state) {
         s.non_ready_resources.push(NonReadyResource {
             name: name.into(),
             bundle_state: state.as_str().into(),
