@@ -242,8 +242,14 @@ pub async fn deploy(
     objs.sort_by_key(order_rank); // stable: Helm's order within each rank
     let helm = opts.helm.clone().unwrap_or_default();
     let take_ownership = helm.take_ownership;
+    // As Helm: with a deployed release this is an upgrade, which neither creates the namespace
+    // nor checks the ownership of objects that release already holds (only new ones).
+    let current = previous.iter().rev().find(|r| r.status() == "deployed");
+    let ours: BTreeSet<ObjRef> = current
+        .map(|r| r.objects().into_iter().collect())
+        .unwrap_or_default();
 
-    if opts.create_namespace.unwrap_or(true) {
+    if current.is_none() && opts.create_namespace.unwrap_or(true) {
         let ns_ref = ObjRef {
             api_version: "v1".into(),
             kind: "Namespace".into(),
@@ -308,10 +314,14 @@ pub async fn deploy(
         }
         own(&mut o, &rel_name, &rel_ns);
         let Some(r) = ObjRef::of(&o) else { continue };
-        let live = ds.get(&r).await.map_err(|source| DeployError::Apply {
-            what: obj_desc(&r),
-            source,
-        })?;
+        let live = if ours.contains(&r) {
+            None
+        } else {
+            ds.get(&r).await.map_err(|source| DeployError::Apply {
+                what: obj_desc(&r),
+                source,
+            })?
+        };
         if let Some(live) = &live {
             let (owner, owner_ns) = owner_of(live);
             if (owner != rel_name || owner_ns != rel_ns) && !take_ownership {

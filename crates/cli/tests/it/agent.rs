@@ -578,6 +578,43 @@ fn depends_on_broken_template_take_ownership_and_keep_resources() {
             .unwrap()["data"]["a"],
         "new"
     );
+    // An upgrade checks the ownership only of objects new to the release, as Helm's: the one the
+    // release holds is not refused though its annotation was changed by hand (it comes first),
+    // a new foreign one is.
+    env.down.ok(&[
+        "annotate",
+        "configmap",
+        "preexisting",
+        "-n",
+        "own",
+        "meta.helm.sh/release-name=other",
+        "--overwrite",
+    ]);
+    env.down.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: zz-foreign\n  namespace: own\ndata:\n  a: old\n");
+    write(
+        &own,
+        &[
+            ("fleet.yaml", "defaultNamespace: own\n"),
+            (
+                "zz.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: zz-foreign\ndata:\n  a: new\n",
+            ),
+        ],
+    );
+    let (own_bd, own_content) = env.deployment_of(&env.bundle(&own, "own"));
+    env.publish(&own_bd, &own_content);
+    let st = wait_status(
+        &env,
+        "own",
+        "own to refuse the new foreign object",
+        Duration::from_secs(30),
+        |s| cond(s, "Deployed")["status"] == "False",
+    );
+    let msg = cond(&st, "Deployed")["message"].as_str().unwrap();
+    assert!(
+        msg.contains("\"zz-foreign\"") && msg.contains("exists and cannot be imported"),
+        "{st}"
+    );
 
     // keepResources: deleting the BD drops the release records, the objects stay.
     env.up.ok(&[
