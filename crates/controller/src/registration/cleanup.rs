@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
 use super::names::{SECRET_TYPE_AGENT_CREDENTIAL, credential_secret_name, request_service_account};
@@ -37,9 +37,15 @@ fn log_errors<T, E: std::fmt::Display>(
 pub(super) async fn run_credential_expiry(ctx: Arc<Ctx>) {
     let secrets: Api<Secret> =
         Api::namespaced(ctx.client.clone(), &ctx.opts.system_registration_namespace);
-    Controller::new(
+    // Only the type, name and creation time are read: the credential's data is not cached.
+    super::slim_controller(
         secrets,
         watcher::Config::default().labels(&format!("{MANAGED_LABEL}=true")),
+        |s: &mut Secret| {
+            super::strip_managed_fields(s);
+            s.data = None;
+            s.string_data = None;
+        },
     )
     .run(expire_credential, |_, _, _| Action::requeue(RETRY), ctx)
     .for_each(log_errors("credential secret clean-up"))
@@ -71,9 +77,10 @@ async fn expire_credential(s: Arc<Secret>, ctx: Arc<Ctx>) -> Result<Action, Erro
 pub(super) async fn run_revocation(ctx: Arc<Ctx>) {
     let accounts: Api<ServiceAccount> = Api::all(ctx.client.clone());
     let requests: Api<ClusterRegistration> = Api::all(ctx.client.clone());
-    Controller::new(
+    super::slim_controller(
         accounts,
         watcher::Config::default().labels(&format!("{MANAGED_LABEL}=true")),
+        super::strip_managed_fields,
     )
     .watches(
         requests,

@@ -20,7 +20,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{ListParams, ObjectMeta, Patch, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
 use super::names::{
@@ -38,7 +38,11 @@ pub(super) async fn run(ctx: Arc<Ctx>) {
     ctx.clusters.ready().await;
     let requests: Api<ClusterRegistration> = Api::all(ctx.client.clone());
     let secrets: Api<Secret> = Api::all(ctx.client.clone());
-    let controller = Controller::new(requests, watcher::Config::default());
+    let controller = super::slim_controller(
+        requests,
+        watcher::Config::default(),
+        super::strip_managed_fields,
+    );
     let _ = ctx.requests.set(controller.store());
     controller
         // The agent ServiceAccount's token Secret wakes its registration once it is filled in.
