@@ -165,8 +165,10 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     let mut all_ready = ready.is_ok();
     let ready_s = ready.as_ref().map(|r| r.secs).unwrap_or(f64::NAN);
     // Status writes that trail the last Ready (aggregates queued at most once a second, a
-    // Cluster's at most once per 5 s) belong to the rollout, not to the idle window.
-    let _ = settle(&admin, Duration::from_secs(6), Duration::from_secs(30)).await;
+    // Cluster's at most once per 5 s, or per clusters / 200 s past 1,000) belong to the
+    // rollout, not to the idle window.
+    let quiet = Duration::from_secs(6).max(Duration::from_secs(opts.clusters as u64 / 200 + 1));
+    let _ = settle(&admin, quiet, quiet * 5).await;
     let ready_writes = phase.report("ready", &admin, manager.pid, ready_s).await?;
     // What one cluster costs this process, by phase (the tracker's share included).
     let per_cluster =
@@ -648,6 +650,8 @@ struct AnnotatedMeta {
 #[derive(Clone)]
 pub(crate) struct Tracker {
     state: Arc<Mutex<HashMap<String, (String, bool)>>>,
+    /// When a BD got a new deploymentID (false) or became Ready at it (true), for the timeline.
+    transitions: Arc<Mutex<Vec<(Instant, bool)>>>,
     task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
     admin: Client,
 }
@@ -656,10 +660,12 @@ impl Tracker {
     pub(crate) fn start(admin: Client) -> Tracker {
         let t = Tracker {
             state: Arc::default(),
+            transitions: Arc::default(),
             task: Arc::default(),
             admin: admin.clone(),
         };
         let state = t.state.clone();
+        let transitions = t.transitions.clone();
         let task = tokio::spawn(async move {
             let api: Api<BundleDeployment> = Api::all(admin);
             let mut events = watcher(api, watcher::Config::default()).boxed();
@@ -669,7 +675,16 @@ impl Tracker {
                         let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
                         match ev {
                             watcher::Event::Apply(bd) | watcher::Event::InitApply(bd) => {
-                                s.insert(key(&bd), entry(&bd));
+                                let (id, ready) = entry(&bd);
+                                let old = s.insert(key(&bd), (id.clone(), ready));
+                                let same_id = old.as_ref().is_some_and(|(o, _)| *o == id);
+                                let mut tr = transitions.lock().unwrap_or_else(|p| p.into_inner());
+                                if !same_id && !id.is_empty() {
+                                    tr.push((Instant::now(), false));
+                                }
+                                if ready && !(same_id && old.is_some_and(|(_, r)| r)) {
+                                    tr.push((Instant::now(), true));
+                                }
                             }
                             watcher::Event::Delete(bd) => {
                                 s.remove(&key(&bd));
@@ -697,6 +712,26 @@ impl Tracker {
 
     pub(crate) fn count(&self) -> usize {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// `written: 1% a, 50% b, 100% c s; Ready: ...`: when BDs got their new deploymentID and
+    /// when they became Ready at it, seconds after `since` (where a round's time goes).
+    fn timeline(&self, since: Instant) -> String {
+        let tr = self.transitions.lock().unwrap_or_else(|p| p.into_inner());
+        let line = |ready: bool| {
+            let mut t: Vec<f64> = tr
+                .iter()
+                .filter(|(at, r)| *r == ready && *at >= since)
+                .map(|(at, _)| at.duration_since(since).as_secs_f64())
+                .collect();
+            t.sort_by(f64::total_cmp);
+            let q = |p: f64| {
+                let i = ((p * t.len() as f64).ceil() as usize).clamp(1, t.len().max(1)) - 1;
+                t.get(i).map_or("-".to_string(), |x| format!("{x:.2}"))
+            };
+            format!("1% {}, 50% {}, 100% {} s", q(0.01), q(0.5), q(1.0))
+        };
+        format!("written: {}; Ready: {}", line(false), line(true))
     }
 
     /// Every BundleDeployment's deploymentID, by `namespace/name`.
@@ -838,6 +873,7 @@ async fn wait_ready(
                     "bench scale: round {rev}: BundleDeployments Ready after {bd_secs:.2} s, downstream objects checked after {:.2} s",
                     t.elapsed().as_secs_f64()
                 );
+                eprintln!("bench scale: round {rev}: {}", tracker.timeline(t));
                 return Ok(Ready {
                     secs: t.elapsed().as_secs_f64(),
                     ids,
