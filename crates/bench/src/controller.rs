@@ -54,7 +54,7 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
     let kubeconfig = dir.path().join("manager/kubeconfig");
     let manager =
         Manager::start_with(&opts.exe, dir.path(), &opts.store_sync, SERVER_FLAGS).await?;
-    let admin = fleet_kube::client(Some(&kubeconfig)).await?;
+    let admin = crate::observer::client(&kubeconfig).await?;
     install_crds(&admin).await?;
     let ctl = Controllers::start(&opts.exe, dir.path(), &kubeconfig).await?;
     wait_workspace(&admin, opts.timeout).await?;
@@ -73,7 +73,7 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
     );
 
     let expected = opts.clusters * opts.bundles;
-    let tracker = Tracker::start(admin.clone());
+    let tracker = Tracker::start(admin.clone())?;
     let repo = dir.path().join("repo");
     std::fs::create_dir_all(&repo).context("creating the repository")?;
     write_repo(&repo, opts.bundles, opts.objects, 1)?;
@@ -114,7 +114,7 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
     manager.stop().await;
     let manager =
         Manager::start_with(&opts.exe, dir.path(), &opts.store_sync, SERVER_FLAGS).await?;
-    let admin = fleet_kube::client(Some(&kubeconfig)).await?;
+    let admin = crate::observer::client(&kubeconfig).await?;
     let mut resync = Phase::start(&admin, manager.pid).await?;
     let ctl = Controllers::start(&opts.exe, dir.path(), &kubeconfig).await?;
     tokio::time::sleep(opts.resync).await;

@@ -5,6 +5,7 @@
 
 pub mod apiserver;
 pub mod controller;
+mod observer;
 pub mod procfs;
 pub mod scale;
 

@@ -79,7 +79,8 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
 
     // The manager.
     let manager = Manager::start(&opts.exe, dir.path(), &opts.store_sync).await?;
-    let admin = fleet_kube::client(Some(&dir.path().join("manager/kubeconfig"))).await?;
+    // On the observer thread, with the tracker and write counters that use it.
+    let admin = crate::observer::client(&dir.path().join("manager/kubeconfig")).await?;
     say(&format!("manager ready at {}", manager.url));
 
     // One registration token, made by the real `fleet install agent-token`.
@@ -143,7 +144,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
         )));
     }
 
-    let tracker = Tracker::start(admin.clone());
+    let tracker = Tracker::start(admin.clone())?;
     let repo = dir.path().join("repo");
     write_repo(&repo, opts.bundles, opts.objects, 1)?;
     git_commit(&repo, "round 1", true)?;
@@ -430,7 +431,7 @@ impl WriteCounter {
                 let url = DynamicObject::url_path(&ar, None);
                 let client = admin.clone();
                 let revs = revs.clone();
-                tasks.push(tokio::spawn(async move {
+                tasks.push(crate::observer::spawn(async move {
                     let mut since = from.to_string();
                     loop {
                         let wp = WatchParams::default().timeout(290);
@@ -470,7 +471,7 @@ impl WriteCounter {
                         }
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
-                }));
+                })?);
             }
         }
         Ok(WriteCounter { revs, tasks })
@@ -657,7 +658,7 @@ pub(crate) struct Tracker {
 }
 
 impl Tracker {
-    pub(crate) fn start(admin: Client) -> Tracker {
+    pub(crate) fn start(admin: Client) -> anyhow::Result<Tracker> {
         let t = Tracker {
             state: Arc::default(),
             transitions: Arc::default(),
@@ -666,7 +667,7 @@ impl Tracker {
         };
         let state = t.state.clone();
         let transitions = t.transitions.clone();
-        let task = tokio::spawn(async move {
+        let task = crate::observer::spawn(async move {
             let api: Api<BundleDeployment> = Api::all(admin);
             let mut events = watcher(api, watcher::Config::default()).boxed();
             loop {
@@ -699,9 +700,9 @@ impl Tracker {
                     }
                 }
             }
-        });
+        })?;
         *t.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
-        t
+        Ok(t)
     }
 
     pub(crate) fn stop(&self) {

@@ -1,0 +1,71 @@
+//! A thread of its own for what the bench observes: the BundleDeployment tracker, the write
+//! counters and the admin client they use. On the runtime of 10,000 agents these watches were
+//! starved, fell behind the manager's watch history and had to list everything again, so a round
+//! was timed when the tracker caught up rather than when the last BD became Ready. Here they get
+//! their own OS thread, which the kernel schedules beside the agents' workers.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use anyhow::{Context, anyhow};
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+
+static HANDLE: OnceLock<Result<Handle, String>> = OnceLock::new();
+
+/// The observer runtime (started on first use, lives as long as the process).
+fn handle() -> anyhow::Result<Handle> {
+    HANDLE
+        .get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::Builder::new()
+                .name("bench-observer".into())
+                .spawn(move || {
+                    match tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    {
+                        Ok(rt) => {
+                            let _ = tx.send(Ok(rt.handle().clone()));
+                            rt.block_on(std::future::pending::<()>());
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(format!("observer runtime: {e}")));
+                        }
+                    }
+                })
+                .map_err(|e| format!("observer thread: {e}"))?;
+            rx.recv()
+                .map_err(|e| format!("observer thread: {e}"))
+                .and_then(|r| r)
+        })
+        .clone()
+        .map_err(|e| anyhow!(e))
+}
+
+/// Runs `f` on the observer thread.
+pub(crate) fn spawn<F>(f: F) -> anyhow::Result<JoinHandle<F::Output>>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    Ok(handle()?.spawn(f))
+}
+
+/// A client of the kubeconfig whose request queue and connections run on the observer thread
+/// (a kube client spawns them on the runtime that builds and first uses it); callers on any
+/// runtime only wait for its answers.
+pub(crate) async fn client(kubeconfig: &Path) -> anyhow::Result<kube::Client> {
+    let path = kubeconfig.to_path_buf();
+    spawn(async move {
+        let client = fleet_kube::client(Some(&path)).await?;
+        // One request from here, so the connection is made on this thread.
+        client
+            .apiserver_version()
+            .await
+            .context("the manager's /version")?;
+        anyhow::Ok(client)
+    })?
+    .await
+    .context("observer thread")?
+}
