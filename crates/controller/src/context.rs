@@ -761,7 +761,7 @@ async fn flush_bd_triggers(pending: Arc<Mutex<BdTriggers>>, t: Arc<Triggers>) {
 /// Drops what no reconciler reads before an object is cached: `managedFields` is often the
 /// largest part of an object (a field tree per writer), and the caches hold every Cluster of
 /// the fleet. Writes never send it back: the server keeps its own.
-fn strip_cached<K: kube::Resource>(o: &mut K) {
+pub(crate) fn strip_cached<K: kube::Resource>(o: &mut K) {
     o.meta_mut().managed_fields = None;
 }
 

@@ -42,7 +42,7 @@ pub(super) async fn run_credential_expiry(ctx: Arc<Ctx>) {
         secrets,
         watcher::Config::default().labels(&format!("{MANAGED_LABEL}=true")),
         |s: &mut Secret| {
-            super::strip_managed_fields(s);
+            crate::context::strip_cached(s);
             s.data = None;
             s.string_data = None;
         },
@@ -80,7 +80,7 @@ pub(super) async fn run_revocation(ctx: Arc<Ctx>) {
     super::slim_controller(
         accounts,
         watcher::Config::default().labels(&format!("{MANAGED_LABEL}=true")),
-        super::strip_managed_fields,
+        crate::context::strip_cached,
     )
     .watches(
         requests,

@@ -139,11 +139,6 @@ where
     kube::runtime::Controller::for_stream(stream, reader)
 }
 
-/// Drops an object's managedFields, which no registration reconciler reads.
-pub(crate) fn strip_managed_fields<K: kube::Resource>(o: &mut K) {
-    o.meta_mut().managed_fields = None;
-}
-
 /// Current time as a Kubernetes timestamp.
 pub(crate) fn now() -> jiff::Timestamp {
     jiff::Timestamp::now()

@@ -41,7 +41,7 @@ pub(super) async fn run(ctx: Arc<Ctx>) {
     let controller = super::slim_controller(
         requests,
         watcher::Config::default(),
-        super::strip_managed_fields,
+        crate::context::strip_cached,
     );
     let _ = ctx.requests.set(controller.store());
     controller
