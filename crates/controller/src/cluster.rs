@@ -229,7 +229,7 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
     status.summary = summary;
     if c.status.as_ref() != Some(&status) {
         // A new namespace is written at once (bundles target the cluster through it); summary
-        // changes at most once per `status_spacing`, the last one after it.
+        // changes at most once per `spacing_for`, the last one after it.
         let new_namespace = c.status.as_ref().map(|s| &s.namespace) != Some(&status.namespace);
         let clusters = ctx.fleet.read().map_or(0, |f| f.cluster_count());
         let spacing = spacing_for(clusters, &status.summary);
