@@ -52,8 +52,8 @@ const STATUS_SPACING: Duration = Duration::from_secs(5);
 const FLEET_STATUS_WRITES_PER_SEC: u32 = 200;
 
 /// [`STATUS_SPACING`], or longer for a fleet of more than 1,000 clusters (see
-/// [`FLEET_STATUS_WRITES_PER_SEC`]).
-fn status_spacing(clusters: usize) -> Duration {
+/// [`FLEET_STATUS_WRITES_PER_SEC`]). Public so that `fleet bench` waits out exactly this.
+pub fn status_spacing(clusters: usize) -> Duration {
     let fleet = Duration::from_secs(1) * u32::try_from(clusters).unwrap_or(u32::MAX)
         / FLEET_STATUS_WRITES_PER_SEC;
     STATUS_SPACING.max(fleet)
@@ -63,7 +63,7 @@ fn status_spacing(clusters: usize) -> Duration {
 /// rollout in progress moves the counts with every BD, and at 10,000 clusters a Cluster was
 /// still written every 50 s of a five-minute round (0.74 writes per BD). Once every BD is
 /// applied (Ready or not) the usual spacing holds, so the settled state shows soon.
-const ROLLOUT_SPACING_FACTOR: u32 = 4;
+pub const ROLLOUT_SPACING_FACTOR: u32 = 4;
 
 /// The spacing of a Cluster's status writes, given the fleet's size and its new summary.
 fn spacing_for(clusters: usize, summary: &BundleSummary) -> Duration {
@@ -193,11 +193,20 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
         let state = fleet_targeting::status::state_of(&f);
         let bns = bd.owner.bundle_namespace.as_deref().unwrap_or_default();
         summary.desired_ready += 1;
+        // A name and a message only for the entries the summary lists.
+        let (name, message) = if fleet_targeting::status::lists(&summary, state) {
+            (
+                format!("{bns}/{bdname}"),
+                fleet_targeting::status::message_of(&f),
+            )
+        } else {
+            (String::new(), String::new())
+        };
         fleet_targeting::status::increment(
             &mut summary,
-            &format!("{bns}/{bdname}"),
+            &name,
             state,
-            &fleet_targeting::status::message_of(&f),
+            &message,
             f.status.map_or(&[], |s| &s.modified_status),
             f.status.map_or(&[], |s| &s.non_ready_status),
         );
