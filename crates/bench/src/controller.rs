@@ -106,11 +106,12 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
     let ctl_cpu_round2 = procfs::cpu_seconds_pid(ctl.pid) - ctl_cpu_round1;
     tracker.stop();
     // Let trailing status writes of round 2 land before the restart: a Cluster's status may
-    // wait after its previous write up to the controllers' spacing (5 s, or clusters / 200 s past
-    // 1,000), four times that while BDs wait for an agent, as they all do here. That long, then
-    // quiet for 6 s (the controller's Lease renewals every 10 s rule out a longer quiet window).
-    let spacing = (opts.clusters as u64 / 200).max(5) * 4;
-    tokio::time::sleep(Duration::from_secs(spacing)).await;
+    // wait after its previous write up to the controllers' spacing, four times that while BDs
+    // wait for an agent, as they all do here. That long, then quiet for 6 s (the controller's
+    // Lease renewals every 10 s rule out a longer quiet window).
+    let spacing = fleet_controller::cluster::status_spacing(opts.clusters)
+        * fleet_controller::cluster::ROLLOUT_SPACING_FACTOR;
+    tokio::time::sleep(spacing).await;
     settle(&admin, Duration::from_secs(6), opts.timeout).await?;
 
     // Resync: the same store, a new manager process; every controller starts from a full list.

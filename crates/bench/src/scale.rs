@@ -166,9 +166,10 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     let mut all_ready = ready.is_ok();
     let ready_s = ready.as_ref().map(|r| r.secs).unwrap_or(f64::NAN);
     // Status writes that trail the last Ready (aggregates queued at most once a second, a
-    // Cluster's at most once per 5 s, or per clusters / 200 s past 1,000) belong to the
-    // rollout, not to the idle window.
-    let quiet = Duration::from_secs(6).max(Duration::from_secs(opts.clusters as u64 / 200 + 1));
+    // Cluster's once per the controllers' status spacing) belong to the rollout, not to the idle
+    // window.
+    let quiet = Duration::from_secs(6)
+        .max(fleet_controller::cluster::status_spacing(opts.clusters) + Duration::from_secs(1));
     let _ = settle(&admin, quiet, quiet * 5).await;
     let ready_writes = phase.report("ready", &admin, manager.pid, ready_s).await?;
     // What one cluster costs this process, by phase (the tracker's share included).
