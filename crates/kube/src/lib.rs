@@ -127,6 +127,14 @@ pub fn client_from_config(cfg: kube::Config) -> Result<kube::Client, Error> {
     multiplexed(cfg)
 }
 
+/// How long an HTTP/2 connection may go without receiving anything before the client pings it
+/// (client-go's `ReadIdleTimeout`): a connection through a NAT that dropped it is found and
+/// replaced instead of holding the agent's requests until they time out.
+pub const KEEP_ALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long a ping may go unanswered before the connection is closed (client-go's `PingTimeout`).
+pub const KEEP_ALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
 fn multiplexed(cfg: kube::Config) -> Result<kube::Client, Error> {
     use kube::client::ConfigExt;
     let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
@@ -151,6 +159,17 @@ fn multiplexed(cfg: kube::Config) -> Result<kube::Client, Error> {
     connector.set_write_timeout(cfg.write_timeout);
     let client: hyper_util::client::legacy::Client<_, kube::client::Body> =
         hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .timer(hyper_util::rt::TokioTimer::new())
+            .pool_timer(hyper_util::rt::TokioTimer::new())
+            // The pool forgets a connection no request has checked out for its idle timeout
+            // (90 s by default), even while a watch streams on it: the next request dialed a
+            // second connection, and every watch restart (290 s) a new one. At 10,000 agents that
+            // doubled the manager's connections (near its 20,000-descriptor limit) and memory.
+            // A connection is kept until it closes; pings find the ones that died silently.
+            .pool_idle_timeout(None)
+            .http2_keep_alive_interval(KEEP_ALIVE_INTERVAL)
+            .http2_keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
+            .http2_keep_alive_while_idle(true)
             .build(connector);
     let service = tower::ServiceBuilder::new()
         .layer(cfg.base_uri_layer())
@@ -269,18 +288,70 @@ mod tests {
                 other => panic!("watch ended after {seen} events: {other:?}"),
             }
         }
-        let port = srv.addr().port();
+        assert_eq!(
+            connections_to(srv.addr().port()),
+            1,
+            "connections from the client to the server"
+        );
+    }
+
+    /// Established connections to `port` on this machine (their client side, from
+    /// `/proc/net/tcp`).
+    fn connections_to(port: u16) -> usize {
         let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
-        let established = tcp
-            .lines()
+        tcp.lines()
             .skip(1)
             .filter(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
                 // Client side of a connection to the server's port, state ESTABLISHED (01).
                 f.len() > 3 && f[2].ends_with(&format!(":{port:04X}")) && f[3] == "01"
             })
-            .count();
-        assert_eq!(established, 1, "connections from the client to the server");
+            .count()
+    }
+
+    /// An agent's only request for minutes may be its watch: a request after that quiet spell
+    /// goes over the watch's connection instead of dialing a second one (hyper-util's pool
+    /// forgets a connection after 90 s without a checkout unless told otherwise).
+    #[tokio::test]
+    async fn a_quiet_client_keeps_its_one_connection() {
+        use fleet_apiserver::{Server, ServerConfig};
+        let srv = Server::start(ServerConfig::in_memory())
+            .await
+            .expect("server starts");
+        let c = client(Some(srv.kubeconfig_path())).await.expect("client");
+        let version = || {
+            let c = c.clone();
+            async move {
+                let req = http::Request::get("/version")
+                    .body(kube::client::Body::empty())
+                    .expect("request");
+                let res = c.send(req).await.expect("GET /version");
+                assert_eq!(res.version(), http::Version::HTTP_2);
+            }
+        };
+        version().await;
+        let api: kube::Api<ConfigMap> = kube::Api::namespaced(c.clone(), "default");
+        let _watch = api
+            .watch(&kube::api::WatchParams::default().timeout(3600), "0")
+            .await
+            .expect("watch");
+        assert_eq!(
+            connections_to(srv.addr().port()),
+            1,
+            "before the quiet spell"
+        );
+
+        // Five quiet minutes on the clock the pool reads (tokio's), in no time.
+        tokio::time::pause();
+        tokio::time::advance(std::time::Duration::from_secs(300)).await;
+        tokio::time::resume();
+
+        version().await;
+        assert_eq!(
+            connections_to(srv.addr().port()),
+            1,
+            "after the quiet spell: the request reused the watch's connection"
+        );
     }
 
     #[tokio::test]
