@@ -172,6 +172,9 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
         .max(fleet_controller::cluster::status_spacing(opts.clusters) + Duration::from_secs(1));
     let _ = settle(&admin, quiet, quiet * 5).await;
     let ready_writes = phase.report("ready", &admin, manager.pid, ready_s).await?;
+    // Its counting watches end here: left open they would be served every later event too, work
+    // charged to the manager in the rounds after.
+    drop(phase);
     // What one cluster costs this process, by phase (the tracker's share included).
     let per_cluster =
         |from: u64, to: u64| to.saturating_sub(from) as f64 / opts.clusters as f64 / MIB;
