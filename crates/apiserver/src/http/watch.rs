@@ -73,7 +73,9 @@ struct State {
     watch: Option<Watch>,
     deadline: Instant,
     bookmarks: Option<Duration>,
-    last_rev: Rev,
+    /// When the next bookmark is due: a bookmark interval after the last line sent, however
+    /// many events the selector filtered out meanwhile.
+    next_bookmark: Instant,
     /// Table output (kubectl's human-readable get -w): each event's object becomes a Table.
     table: Option<IncludeObject>,
     /// Whether column definitions were already sent (only the first Table carries them).
@@ -115,20 +117,23 @@ impl State {
             return Some(bookmark(&self.info, rv, true));
         }
         loop {
-            let watch = self.watch.as_mut()?;
             let tick = self.bookmarks.unwrap_or(Duration::from_secs(3600));
+            let watch = self.watch.as_mut()?;
             let ev = tokio::select! {
                 ev = watch.next() => ev,
                 _ = tokio::time::sleep_until(self.deadline) => return None,
-                _ = tokio::time::sleep(tick) => {
+                _ = tokio::time::sleep_until(self.next_bookmark) => {
+                    self.next_bookmark = Instant::now() + tick;
                     if self.bookmarks.is_some() {
-                        return Some(bookmark(&self.info, self.last_rev, false));
+                        // As kube-apiserver's: the newest revision this watch has fully
+                        // delivered, not its last event's, so a quiet resource's watcher resumes
+                        // within the history.
+                        return Some(bookmark(&self.info, watch.progress(), false));
                     }
                     continue;
                 }
             };
             let ev = ev?;
-            self.last_rev = ev.obj.rev;
             let now_matches = self.sel.matches(&ev.key, &ev.obj);
             let kind = match ev.kind {
                 EventKind::Added => now_matches.then_some("ADDED"),
@@ -147,6 +152,7 @@ impl State {
                 }
             };
             if let Some(k) = kind {
+                self.next_bookmark = Instant::now() + tick;
                 return Some(self.event(k, &ev.obj.json));
             }
         }
@@ -228,7 +234,12 @@ pub fn watch(
         bookmarks: q
             .allow_watch_bookmarks
             .then_some(srv.inner.cfg.bookmark_interval),
-        last_rev: start,
+        next_bookmark: Instant::now()
+            + if q.allow_watch_bookmarks {
+                srv.inner.cfg.bookmark_interval
+            } else {
+                Duration::from_secs(3600)
+            },
         table,
         columns_sent: false,
     };

@@ -215,6 +215,102 @@ async fn streaming_list_bookmark_gone_and_timeout() {
     srv2.shutdown();
 }
 
+/// A watch of a quiet resource gets bookmarks at the store's newest revision, not at its own
+/// last event's: resuming from one works even after the history moved on (writes elsewhere), where
+/// the old revision would get 410 and a relist. Selector-filtered events do not hold bookmarks off.
+#[tokio::test]
+async fn bookmarks_of_a_quiet_watch_carry_the_newest_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = fleet_apiserver::store::StoreConfig::file(dir.path().join("db"));
+    cfg.history = 16;
+    let mut acfg = fleet_apiserver::ApiServerConfig::with_store(cfg);
+    acfg.bookmark_interval = Duration::from_millis(300);
+    let srv = fleet_apiserver::ApiServer::new(acfg).await.unwrap();
+    let r = srv.router();
+    let api: Api<ConfigMap> = Api::namespaced(client(&srv), "default");
+    let start = srv_rev(&api).await;
+    // Watch configmaps labelled tier=quiet: the writes below are all filtered out.
+    let (code, mut rx) = open_watch(
+        &r,
+        &format!(
+            "/api/v1/namespaces/default/configmaps?watch=true&allowWatchBookmarks=true&labelSelector=tier%3Dquiet&resourceVersion={start}"
+        ),
+    )
+    .await;
+    assert_eq!(code, 200);
+    // Configmaps the selector filters out, then writes to another resource only.
+    for i in 0..30 {
+        api.create(&PostParams::default(), &cm(&format!("busy-{i}"), "busy"))
+            .await
+            .unwrap();
+    }
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client(&srv), "default");
+    let mut last = String::new();
+    for i in 0..40 {
+        let s: k8s_openapi::api::core::v1::Secret =
+            serde_json::from_value(json!({"metadata": {"name": format!("s-{i}")}})).unwrap();
+        last = secrets
+            .create(&PostParams::default(), &s)
+            .await
+            .unwrap()
+            .metadata
+            .resource_version
+            .unwrap();
+    }
+    let last: i64 = last.parse().unwrap();
+    // Bookmarks come while filtered events keep arriving, and soon carry the newest revision.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut seen: i64 = 0;
+    while seen < last {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no bookmark reached revision {last} (last seen {seen})"
+        );
+        let b = next(&mut rx).await;
+        assert_eq!(b["type"], "BOOKMARK", "only bookmarks: {b}");
+        let rv: i64 = b["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(rv >= seen, "bookmarks never go back: {rv} after {seen}");
+        seen = rv;
+    }
+    // The history (16 events) no longer holds `start`; the bookmark's revision resumes cleanly.
+    for (from, gone) in [(start.clone(), true), (seen.to_string(), false)] {
+        let (code, mut rx) = open_watch(
+            &r,
+            &format!(
+                "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1&resourceVersion={from}"
+            ),
+        )
+        .await;
+        let first = tokio::time::timeout(Duration::from_secs(4), rx.recv())
+            .await
+            .expect("an event or the end of the stream");
+        let is_410 = code == 410 || first.as_ref().is_some_and(|e| e["object"]["code"] == 410);
+        assert_eq!(is_410, gone, "watch from {from}: {first:?}");
+    }
+    // A matching object is still delivered after the bookmarks.
+    let quiet = api
+        .create(&PostParams::default(), &cm("quiet-1", "quiet"))
+        .await
+        .unwrap();
+    loop {
+        let e = next(&mut rx).await;
+        if e["type"] == "BOOKMARK" {
+            continue;
+        }
+        assert_eq!(e["type"], "ADDED");
+        assert_eq!(
+            e["object"]["metadata"]["resourceVersion"],
+            json!(quiet.metadata.resource_version)
+        );
+        break;
+    }
+    srv.shutdown();
+}
+
 #[tokio::test]
 async fn kube_watcher_and_reflector() {
     let srv = server().await;

@@ -364,6 +364,38 @@ async fn list_at_past_revision_matches_history() {
     }
 }
 
+/// `Watch::progress` (what bookmarks carry) reaches the store's newest revision only once every
+/// event of the watch's prefix up to it was handed out.
+#[tokio::test]
+async fn watch_progress_claims_only_what_was_handed_out() {
+    let s = Store::open(StoreConfig::in_memory()).unwrap();
+    let key = |i: usize| format!("/core/configmaps/ns/c{i:02}");
+    s.create(&key(0), obj("cm", "x")).await.unwrap();
+    let mut w = s.watch("/core/configmaps/", s.current_rev()).unwrap();
+    let from = w.last_rev();
+    // Writes elsewhere only: the watch has nothing to hand out, so it is at the newest revision.
+    for i in 0..5 {
+        s.create(&format!("/core/secrets/ns/s{i}"), obj("s", "x"))
+            .await
+            .unwrap();
+    }
+    assert_eq!(w.progress(), s.current_rev());
+    // An event of its own waits: progress stays before it until it was returned.
+    let mine = s.create(&key(1), obj("cm", "y")).await.unwrap();
+    s.create("/core/secrets/ns/s9", obj("s", "x"))
+        .await
+        .unwrap();
+    let before = w.progress();
+    assert!(
+        before >= from && before < mine.rev,
+        "{before} before {}",
+        mine.rev
+    );
+    let ev = next_event(&mut w).await;
+    assert_eq!(ev.obj.rev, mine.rev);
+    assert_eq!(w.progress(), s.current_rev());
+}
+
 #[tokio::test]
 async fn watch_resume_replays_missing_events_then_goes_live() {
     let s = mem();

@@ -369,7 +369,7 @@ impl Store {
                 history_cap: cfg.history,
                 compact_rev: loaded.compact_rev,
             }),
-            hubs: Mutex::new(watch::Hubs::new(WATCH_QUEUE)),
+            hubs: Mutex::new(watch::Hubs::new(WATCH_QUEUE, loaded.rev)),
             snapshots: Mutex::new(list::Snapshots::default()),
             reader,
         });
@@ -491,7 +491,10 @@ impl Store {
         let shared = &self.inner.shared;
         // Subscribe before reading history: an event published in between is then seen twice
         // (dropped by `skip_upto`), never missed.
-        let rx = shared.hubs.lock().subscribe(prefix);
+        let (rx, published) = {
+            let mut hubs = shared.hubs.lock();
+            (hubs.subscribe(prefix), hubs.published())
+        };
         let st = shared.state.read();
         let oldest = st.oldest_watchable();
         if after < oldest {
@@ -519,6 +522,7 @@ impl Store {
             rx,
             skip_upto: newest.max(after),
             last: after,
+            published,
         })
     }
 

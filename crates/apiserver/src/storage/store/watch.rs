@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
@@ -116,6 +116,12 @@ pub(crate) struct Subscriber {
 }
 
 impl Subscriber {
+    /// Whether every event the hub holds has been read (nothing is waiting for this reader).
+    fn caught_up(&self) -> bool {
+        let log = self.hub.log.read();
+        self.cursor.load(Ordering::Acquire) >= log.base + log.events.len() as u64
+    }
+
     /// The next event of the hub; `None` when cut off (fell behind) or closed. Cancel-safe:
     /// the cursor only moves when an event is returned.
     pub(crate) async fn recv(&mut self) -> Option<Event> {
@@ -149,15 +155,25 @@ pub(crate) struct Hubs {
     capacity: usize,
     hubs: HashMap<Box<str>, Arc<Hub>>,
     closed: bool,
+    /// The highest revision whose events have all been handed to their hubs: a watcher that
+    /// has read everything its hub holds has seen every event of its prefix up to here.
+    published: Arc<AtomicI64>,
 }
 
 impl Hubs {
-    pub(crate) fn new(capacity: usize) -> Hubs {
+    /// Hubs whose subscribers may fall `capacity` events behind, for a store at revision `rev`.
+    pub(crate) fn new(capacity: usize, rev: Rev) -> Hubs {
         Hubs {
             capacity: capacity.max(16),
             hubs: HashMap::new(),
             closed: false,
+            published: Arc::new(AtomicI64::new(rev)),
         }
+    }
+
+    /// The revision up to which every committed event has reached its hubs (see [`Watch::progress`]).
+    pub(crate) fn published(&self) -> Arc<AtomicI64> {
+        self.published.clone()
     }
 
     /// The hub a watcher of `prefix` reads: every event under `prefix` passes through it.
@@ -187,6 +203,15 @@ impl Hubs {
 
     /// Sends committed events, in revision order, to the hubs that serve their keys.
     pub(crate) fn publish(&mut self, events: &[Event]) {
+        let last = events.last().map(|e| e.obj.rev);
+        self.push_to_hubs(events);
+        // After the pushes: whoever reads this revision finds its events in the hubs.
+        if let Some(rev) = last {
+            self.published.fetch_max(rev, Ordering::Release);
+        }
+    }
+
+    fn push_to_hubs(&mut self, events: &[Event]) {
         if self.hubs.is_empty() {
             return;
         }
@@ -237,6 +262,8 @@ pub struct Watch {
     pub(crate) skip_upto: Rev,
     /// Revision of the last event handed out (or the starting revision).
     pub(crate) last: Rev,
+    /// The store's published revision ([`Hubs::published`]).
+    pub(crate) published: Arc<AtomicI64>,
 }
 
 impl Watch {
@@ -270,6 +297,21 @@ impl Watch {
     /// The revision of the last event delivered (or the starting revision): where a client
     /// would resume.
     pub fn last_rev(&self) -> Rev {
+        self.last
+    }
+
+    /// The revision up to which this watch has handed out every event of its prefix: the
+    /// store's latest published revision when nothing is waiting for it, else the last event it
+    /// returned. What a bookmark may carry, so that a client whose resources are quiet resumes
+    /// from a recent revision instead of one the history has long dropped (410 and a relist).
+    /// Never goes back: later events all come after it.
+    pub fn progress(&mut self) -> Rev {
+        // Read before looking at the hub: every event up to `published` is already in it.
+        let published = self.published.load(Ordering::Acquire);
+        let idle = self.replay.is_empty() && self.rx.as_ref().is_some_and(Subscriber::caught_up);
+        if idle {
+            self.last = self.last.max(published);
+        }
         self.last
     }
 
