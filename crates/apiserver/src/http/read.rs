@@ -101,7 +101,7 @@ impl Selectors {
 
     /// Whether a stored object matches; parses the JSON only for non-metadata field selectors.
     pub fn matches(&self, key: &str, obj: &Obj) -> bool {
-        if !self.labels.matches(&obj.labels) {
+        if !self.labels.matches(&*obj.labels) {
             return false;
         }
         if self.fields.is_empty() {

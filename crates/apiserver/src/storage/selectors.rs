@@ -60,23 +60,43 @@ impl LabelSelector {
     }
 
     /// Whether a label set satisfies every requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches(&self, labels: &(impl LabelSet + ?Sized)) -> bool {
+        let has = |vs: &[String], x: &str| vs.iter().any(|v| v == x);
         self.reqs.iter().all(|r| match r {
-            LabelReq::Eq(k, v) => labels.get(k) == Some(v),
-            LabelReq::NotEq(k, v) => labels.get(k) != Some(v),
-            LabelReq::In(k, vs) => labels.get(k).is_some_and(|x| vs.contains(x)),
-            LabelReq::NotIn(k, vs) => labels.get(k).is_none_or(|x| !vs.contains(x)),
-            LabelReq::Exists(k) => labels.contains_key(k),
-            LabelReq::NotExists(k) => !labels.contains_key(k),
+            LabelReq::Eq(k, v) => labels.label(k) == Some(v.as_str()),
+            LabelReq::NotEq(k, v) => labels.label(k) != Some(v.as_str()),
+            LabelReq::In(k, vs) => labels.label(k).is_some_and(|x| has(vs, x)),
+            LabelReq::NotIn(k, vs) => labels.label(k).is_none_or(|x| !has(vs, x)),
+            LabelReq::Exists(k) => labels.label(k).is_some(),
+            LabelReq::NotExists(k) => labels.label(k).is_none(),
             LabelReq::Gt(k, n) => labels
-                .get(k)
+                .label(k)
                 .and_then(|x| x.parse::<i64>().ok())
                 .is_some_and(|x| x > *n),
             LabelReq::Lt(k, n) => labels
-                .get(k)
+                .label(k)
                 .and_then(|x| x.parse::<i64>().ok())
                 .is_some_and(|x| x < *n),
         })
+    }
+}
+
+/// What a label selector reads: labels by key (a map, or the store's packed
+/// [`Labels`](crate::storage::store::Labels)).
+pub trait LabelSet {
+    /// The value of label `key`, if set.
+    fn label(&self, key: &str) -> Option<&str>;
+}
+
+impl LabelSet for BTreeMap<String, String> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
+impl LabelSet for crate::storage::store::Labels {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key)
     }
 }
 

@@ -63,7 +63,7 @@ async fn create_get_update_delete_sets_resource_version() {
     let a = s.create(&key(1), obj("cm-1", "x")).await.unwrap();
     assert_eq!(a.rev, 1);
     assert_eq!(rv_of(&a), "1");
-    assert_eq!(a.labels.get("app").map(String::as_str), Some("a"));
+    assert_eq!(a.labels.get("app"), Some("a"));
     let got = s.get(&key(1)).unwrap();
     assert_eq!(got.json, a.json);
     let b = s.update(&key(1), Some(1), obj("cm-1", "y")).await.unwrap();
@@ -578,7 +578,7 @@ async fn file_backed_restart_keeps_data_and_continues_revisions() {
             (o.rev, data_of(&o), rv_of(&o)),
             (11, "updated".into(), "11".into())
         );
-        assert_eq!(o.labels.get("app").map(String::as_str), Some("a"));
+        assert_eq!(o.labels.get("app"), Some("a"));
         assert!(s.get(&key(9)).is_none());
         // Compaction removes the tombstone (the newest row); its revision is still never reused.
         s.compact(12).await.unwrap();

@@ -19,7 +19,7 @@ pub(crate) struct Encoded {
     /// Byte offset just after the opening quote of that empty string.
     rv_at: usize,
     /// `metadata.labels`, parsed once here for label selectors.
-    labels: Arc<std::collections::BTreeMap<String, String>>,
+    labels: Arc<super::Labels>,
 }
 
 impl Encoded {
@@ -221,7 +221,7 @@ mod tests {
         let v =
             json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"app": "x", "n": 1}}});
         let obj = Encoded::new("k", v).expect("encodes").finish(7);
-        assert_eq!(obj.labels.get("app").map(String::as_str), Some("x"));
+        assert_eq!(obj.labels.get("app"), Some("x"));
         assert_eq!(
             obj.labels.len(),
             1,

@@ -15,6 +15,7 @@
 mod checkpoint;
 mod db;
 mod encode;
+mod labels;
 mod list;
 mod watch;
 mod writer;
@@ -27,6 +28,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::oneshot;
 
+pub use labels::Labels;
 pub use watch::Watch;
 
 /// A global revision. Revisions are strictly increasing across all keys and never reused.
@@ -40,7 +42,7 @@ pub struct Obj {
     /// The revision that wrote this value (its resourceVersion).
     pub rev: Rev,
     /// `metadata.labels`, parsed once, for label selectors.
-    pub labels: Arc<BTreeMap<String, String>>,
+    pub labels: Arc<Labels>,
 }
 
 /// What happened to a key at one revision.
@@ -596,15 +598,13 @@ impl Store {
 }
 
 /// The shared empty label set: most objects have no labels, and they then cost no allocation.
-fn empty_labels() -> Arc<BTreeMap<String, String>> {
-    static EMPTY: OnceLock<Arc<BTreeMap<String, String>>> = OnceLock::new();
-    EMPTY.get_or_init(|| Arc::new(BTreeMap::new())).clone()
+fn empty_labels() -> Arc<Labels> {
+    static EMPTY: OnceLock<Arc<Labels>> = OnceLock::new();
+    EMPTY.get_or_init(|| Arc::new(Labels::default())).clone()
 }
 
 /// `metadata.labels` of serialized JSON, shared-empty when there are none.
-pub(crate) fn labels_from_json(
-    json: &[u8],
-) -> Result<Arc<BTreeMap<String, String>>, serde_json::Error> {
+pub(crate) fn labels_from_json(json: &[u8]) -> Result<Arc<Labels>, serde_json::Error> {
     Ok(intern_labels(db::parse_labels(json)?))
 }
 
@@ -614,20 +614,22 @@ const INTERN_CAP: usize = 1 << 16;
 /// Shares one `Arc` among objects with identical labels (all pods of a deployment, all objects
 /// of one bundle and cluster, ...): a label map costs several hundred bytes, which would
 /// otherwise be paid per object. Sets nobody uses any more are forgotten when the table fills.
-pub(crate) fn intern_labels(labels: BTreeMap<String, String>) -> Arc<BTreeMap<String, String>> {
+pub(crate) fn intern_labels(labels: BTreeMap<String, String>) -> Arc<Labels> {
     static TABLE: OnceLock<Mutex<LabelInterner>> = OnceLock::new();
     if labels.is_empty() {
         return empty_labels();
     }
+    let packed = Labels::from_map(&labels);
+    drop(labels);
     TABLE
         .get_or_init(|| Mutex::new(LabelInterner::new(INTERN_CAP)))
         .lock()
-        .intern(labels)
+        .intern(packed)
 }
 
 /// The label sets [`intern_labels`] shares, at most `cap` of them.
 struct LabelInterner {
-    sets: std::collections::HashSet<Arc<BTreeMap<String, String>>>,
+    sets: std::collections::HashSet<Arc<Labels>>,
     cap: usize,
     /// New sets refused since the last sweep of a full table.
     refused: usize,
@@ -645,7 +647,7 @@ impl LabelInterner {
         }
     }
 
-    fn intern(&mut self, labels: BTreeMap<String, String>) -> Arc<BTreeMap<String, String>> {
+    fn intern(&mut self, labels: Labels) -> Arc<Labels> {
         if let Some(shared) = self.sets.get(&labels) {
             return shared.clone();
         }
@@ -673,8 +675,8 @@ impl LabelInterner {
 mod interner_tests {
     use super::*;
 
-    fn set(i: usize) -> BTreeMap<String, String> {
-        BTreeMap::from([("n".to_string(), i.to_string())])
+    fn set(i: usize) -> Labels {
+        Labels::from_map(&BTreeMap::from([("n".to_string(), i.to_string())]))
     }
 
     #[test]
