@@ -42,11 +42,10 @@ impl Encoded {
         };
         meta.insert("resourceVersion".to_string(), Value::String(String::new()));
         let labels = match meta.get("labels").and_then(Value::as_object) {
-            Some(l) if !l.is_empty() => intern_labels(
+            Some(l) if !l.is_empty() => intern_labels(super::Labels::from_pairs(
                 l.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                    .collect(),
-            ),
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v))),
+            )),
             _ => empty_labels(),
         };
         let mut json = Vec::with_capacity(1024);

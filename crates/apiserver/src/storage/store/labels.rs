@@ -16,9 +16,19 @@ pub struct Labels {
 impl Labels {
     /// The set holding `map`'s pairs.
     pub fn from_map(map: &BTreeMap<String, String>) -> Labels {
-        let size = map.iter().map(|(k, v)| 8 + k.len() + v.len()).sum();
+        Labels::from_pairs(map.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
+    /// The set of `pairs` in any order (an object's `metadata.labels` as parsed, straight from
+    /// the borrowed strings: no map and no owned copy per label on the write path). Keys are
+    /// expected to be unique, as in any JSON object or map; of repeated ones the first is kept.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Labels {
+        let mut pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
+        pairs.sort_by_key(|&(k, _)| k);
+        pairs.dedup_by_key(|&mut (k, _)| k);
+        let size = pairs.iter().map(|(k, v)| 8 + k.len() + v.len()).sum();
         let mut packed = Vec::with_capacity(size);
-        for (k, v) in map {
+        for (k, v) in pairs {
             for s in [k, v] {
                 packed.extend_from_slice(&u32::try_from(s.len()).unwrap_or(u32::MAX).to_le_bytes());
                 packed.extend_from_slice(s.as_bytes());
@@ -130,7 +140,11 @@ mod tests {
                 prop_assert_eq!(l.get(k), Some(v.as_str()));
                 prop_assert!(l.contains_key(k));
             }
-            prop_assert_eq!(Labels::from_map(&map), l);
+            prop_assert_eq!(Labels::from_map(&map), l.clone());
+            // Any order of the pairs packs the same set.
+            let reversed: Vec<(&str, &str)> =
+                map.iter().rev().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            prop_assert_eq!(Labels::from_pairs(reversed), l);
         }
     }
 

@@ -20,7 +20,7 @@ mod list;
 mod watch;
 mod writer;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock, mpsc};
 use std::time::Duration;
 
@@ -605,7 +605,7 @@ fn empty_labels() -> Arc<Labels> {
 
 /// `metadata.labels` of serialized JSON, shared-empty when there are none.
 pub(crate) fn labels_from_json(json: &[u8]) -> Result<Arc<Labels>, serde_json::Error> {
-    Ok(intern_labels(db::parse_labels(json)?))
+    Ok(intern_labels(Labels::from_map(&db::parse_labels(json)?)))
 }
 
 /// How many distinct label sets the interner remembers before it forgets unused ones.
@@ -614,17 +614,15 @@ const INTERN_CAP: usize = 1 << 16;
 /// Shares one `Arc` among objects with identical labels (all pods of a deployment, all objects
 /// of one bundle and cluster, ...): a label map costs several hundred bytes, which would
 /// otherwise be paid per object. Sets nobody uses any more are forgotten when the table fills.
-pub(crate) fn intern_labels(labels: BTreeMap<String, String>) -> Arc<Labels> {
+pub(crate) fn intern_labels(labels: Labels) -> Arc<Labels> {
     static TABLE: OnceLock<Mutex<LabelInterner>> = OnceLock::new();
     if labels.is_empty() {
         return empty_labels();
     }
-    let packed = Labels::from_map(&labels);
-    drop(labels);
     TABLE
         .get_or_init(|| Mutex::new(LabelInterner::new(INTERN_CAP)))
         .lock()
-        .intern(packed)
+        .intern(labels)
 }
 
 /// The label sets [`intern_labels`] shares, at most `cap` of them.
@@ -674,6 +672,7 @@ impl LabelInterner {
 #[cfg(test)]
 mod interner_tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn set(i: usize) -> Labels {
         Labels::from_map(&BTreeMap::from([("n".to_string(), i.to_string())]))

@@ -294,8 +294,8 @@ impl Watch {
         }
     }
 
-    /// The revision of the last event delivered (or the starting revision): where a client
-    /// would resume.
+    /// The revision of the last event delivered, the starting revision, or a later one
+    /// [`Watch::progress`] found fully delivered: where a client would resume.
     pub fn last_rev(&self) -> Rev {
         self.last
     }
