@@ -261,11 +261,7 @@ mod tests {
             .await
             .expect("server starts");
         let c = client(Some(srv.kubeconfig_path())).await.expect("client");
-        let req = http::Request::get("/version")
-            .body(kube::client::Body::empty())
-            .expect("request");
-        let res = c.send(req).await.expect("GET /version");
-        assert_eq!(res.version(), http::Version::HTTP_2);
+        version_over_http2(&c).await;
 
         let api: kube::Api<ConfigMap> = kube::Api::namespaced(c.clone(), "default");
         let mut watch = std::pin::pin!(
@@ -295,6 +291,15 @@ mod tests {
         );
     }
 
+    /// `GET /version` through `c`, which must have gone over HTTP/2.
+    async fn version_over_http2(c: &kube::Client) {
+        let req = http::Request::get("/version")
+            .body(kube::client::Body::empty())
+            .expect("request");
+        let res = c.send(req).await.expect("GET /version");
+        assert_eq!(res.version(), http::Version::HTTP_2);
+    }
+
     /// Established connections to `port` on this machine (their client side, from
     /// `/proc/net/tcp`).
     fn connections_to(port: u16) -> usize {
@@ -319,17 +324,7 @@ mod tests {
             .await
             .expect("server starts");
         let c = client(Some(srv.kubeconfig_path())).await.expect("client");
-        let version = || {
-            let c = c.clone();
-            async move {
-                let req = http::Request::get("/version")
-                    .body(kube::client::Body::empty())
-                    .expect("request");
-                let res = c.send(req).await.expect("GET /version");
-                assert_eq!(res.version(), http::Version::HTTP_2);
-            }
-        };
-        version().await;
+        version_over_http2(&c).await;
         let api: kube::Api<ConfigMap> = kube::Api::namespaced(c.clone(), "default");
         let _watch = api
             .watch(&kube::api::WatchParams::default().timeout(3600), "0")
@@ -346,7 +341,7 @@ mod tests {
         tokio::time::advance(std::time::Duration::from_secs(300)).await;
         tokio::time::resume();
 
-        version().await;
+        version_over_http2(&c).await;
         assert_eq!(
             connections_to(srv.addr().port()),
             1,
