@@ -72,10 +72,9 @@ struct State {
     initial_end: Option<Rev>,
     watch: Option<Watch>,
     deadline: Instant,
-    bookmarks: Option<Duration>,
-    /// When the next bookmark is due: a bookmark interval after the last line sent, however
-    /// many events the selector filtered out meanwhile.
-    next_bookmark: Instant,
+    /// With `allowWatchBookmarks`: the interval, and when the next bookmark is due (an interval
+    /// after the last line sent, however many events the selector filtered out meanwhile).
+    bookmarks: Option<(Duration, Instant)>,
     /// Table output (kubectl's human-readable get -w): each event's object becomes a Table.
     table: Option<IncludeObject>,
     /// Whether column definitions were already sent (only the first Table carries them).
@@ -108,6 +107,13 @@ impl State {
 }
 
 impl State {
+    /// A line went out: the next bookmark is due an interval from now.
+    fn sent_line(&mut self) {
+        if let Some((every, at)) = &mut self.bookmarks {
+            *at = Instant::now() + *every;
+        }
+    }
+
     /// The next line to send, or `None` when the watch is over.
     async fn next(&mut self) -> Option<Bytes> {
         if let Some(b) = self.initial.pop_front() {
@@ -117,20 +123,23 @@ impl State {
             return Some(bookmark(&self.info, rv, true));
         }
         loop {
-            let tick = self.bookmarks.unwrap_or(Duration::from_secs(3600));
+            let due = self.bookmarks.map(|(_, at)| at);
             let watch = self.watch.as_mut()?;
             let ev = tokio::select! {
                 ev = watch.next() => ev,
                 _ = tokio::time::sleep_until(self.deadline) => return None,
-                _ = tokio::time::sleep_until(self.next_bookmark) => {
-                    self.next_bookmark = Instant::now() + tick;
-                    if self.bookmarks.is_some() {
-                        // As kube-apiserver's: the newest revision this watch has fully
-                        // delivered, not its last event's, so a quiet resource's watcher resumes
-                        // within the history.
-                        return Some(bookmark(&self.info, watch.progress(), false));
+                () = async {
+                    match due {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
                     }
-                    continue;
+                } => {
+                    // As kube-apiserver's: the newest revision this watch has fully delivered,
+                    // not its last event's, so a quiet resource's watcher resumes within the
+                    // history.
+                    let rev = watch.progress();
+                    self.sent_line();
+                    return Some(bookmark(&self.info, rev, false));
                 }
             };
             let ev = ev?;
@@ -152,7 +161,7 @@ impl State {
                 }
             };
             if let Some(k) = kind {
-                self.next_bookmark = Instant::now() + tick;
+                self.sent_line();
                 return Some(self.event(k, &ev.obj.json));
             }
         }
@@ -231,15 +240,10 @@ pub fn watch(
         initial_end,
         watch: Some(watch),
         deadline,
-        bookmarks: q
-            .allow_watch_bookmarks
-            .then_some(srv.inner.cfg.bookmark_interval),
-        next_bookmark: Instant::now()
-            + if q.allow_watch_bookmarks {
-                srv.inner.cfg.bookmark_interval
-            } else {
-                Duration::from_secs(3600)
-            },
+        bookmarks: q.allow_watch_bookmarks.then(|| {
+            let every = srv.inner.cfg.bookmark_interval;
+            (every, Instant::now() + every)
+        }),
         table,
         columns_sent: false,
     };
