@@ -90,8 +90,9 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     let rss0 = procfs::rss_bytes().unwrap_or(0);
     let t = Instant::now();
     let mut downstreams = Vec::with_capacity(opts.clusters);
+    let requests = RequestCounter::default();
     for i in 0..opts.clusters {
-        downstreams.push(Downstream::new(i, &bootstrap).await?);
+        downstreams.push(Downstream::new(i, &bootstrap, &requests).await?);
     }
     let rss_downstreams = procfs::rss_bytes().unwrap_or(0);
     let per_ds = rss_downstreams.saturating_sub(rss0) as f64 / opts.clusters as f64 / MIB;
@@ -152,6 +153,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
 
     // Ready: GitRepo created right after the first commit → every BD Ready, objects present.
     let mut phase = Phase::start(&admin, manager.pid).await?;
+    requests.reset();
     apply_gitrepo(&admin, &repo, opts.bundles, &opts.polling_interval).await?;
     let ready = wait_ready(
         &tracker,
@@ -172,6 +174,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
         .max(fleet_controller::cluster::status_spacing(opts.clusters) + Duration::from_secs(1));
     let _ = settle(&admin, quiet, quiet * 5).await;
     let ready_writes = phase.report("ready", &admin, manager.pid, ready_s).await?;
+    requests.print("ready", expected);
     // Its counting watches end here: left open they would be served every later event too, work
     // charged to the manager in the rounds after.
     drop(phase);
@@ -206,6 +209,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
             break;
         }
         let mut phase = Phase::start(&admin, manager.pid).await?;
+        requests.reset();
         write_repo(&repo, opts.bundles, opts.objects, round)?;
         git_commit(&repo, &format!("round {round}"), false)?;
         match wait_ready(
@@ -221,6 +225,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
         {
             Ok(r) => {
                 phase.report("update", &admin, manager.pid, r.secs).await?;
+                requests.print("update", expected);
                 update_s.push(r.secs);
                 ids = r.ids;
             }
@@ -578,14 +583,23 @@ struct Downstream {
 
 impl Downstream {
     /// A fresh API server holding the agent's config (clientID `bench-<i>`) and bootstrap Secret.
-    async fn new(i: usize, bootstrap: &Secret) -> anyhow::Result<Downstream> {
+    async fn new(
+        i: usize,
+        bootstrap: &Secret,
+        requests: &RequestCounter,
+    ) -> anyhow::Result<Downstream> {
         let srv = ApiServer::new(ApiServerConfig {
             simulate_workloads: true,
             ..ApiServerConfig::in_memory()
         })
         .await
         .context("starting an in-memory API server")?;
-        let client = fleet_kube::in_process(srv.router(), "default");
+        let (router, requests) = (srv.router(), requests.clone());
+        let counted = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+            requests.count(&req);
+            tower::ServiceExt::oneshot(router.clone(), req)
+        });
+        let client = fleet_kube::in_process(counted, "default");
         let pp = PostParams::default();
         let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": AGENT_NAMESPACE}}))?;
         Api::<Namespace>::all(client.clone())
@@ -629,6 +643,78 @@ impl Downstream {
                 .count();
         }
         Ok(n)
+    }
+}
+
+/// Requests the agents send their downstream clusters, by verb and resource: what a deploy
+/// costs the cluster it deploys to (the bench's own object checks included, one list per kind
+/// and cluster at the end of a round).
+#[derive(Clone, Default)]
+struct RequestCounter(Arc<Mutex<HashMap<String, u64>>>);
+
+impl RequestCounter {
+    /// Counts `req` (the downstream's router answers it).
+    fn count<B>(&self, req: &http::Request<B>) {
+        let key = request_kind(req.method(), req.uri());
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(key)
+            .or_default() += 1;
+    }
+
+    fn reset(&self) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// `NAME downstream requests: n per BD (verb resource n, ...)`, most first.
+    fn print(&self, name: &str, bds: usize) {
+        let counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let total: u64 = counts.values().sum();
+        let mut v: Vec<(&String, &u64)> = counts.iter().collect();
+        v.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+        let parts: Vec<String> = v.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        println!(
+            "{name} downstream requests: {:.2} per BD ({})",
+            total as f64 / bds.max(1) as f64,
+            parts.join(", ")
+        );
+    }
+}
+
+/// `VERB resource[/subresource]` of a request (`list`/`watch` for collections, `get` ... for
+/// one object), names and namespaces left out.
+fn request_kind(method: &http::Method, uri: &http::Uri) -> String {
+    let segs: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
+    let rest = match segs.first() {
+        Some(&"api") => segs.get(2..),
+        Some(&"apis") => segs.get(3..),
+        _ => None,
+    }
+    .unwrap_or(&[]);
+    let rest = match rest {
+        ["namespaces", _, tail @ ..] if !tail.is_empty() => tail,
+        other => other,
+    };
+    let watch = uri
+        .query()
+        .is_some_and(|q| q.contains("watch=true") || q.contains("watch=1"));
+    let (res, named, sub) = (rest.first(), rest.len() > 1, rest.get(2));
+    let verb = match (method.as_str(), named, watch) {
+        ("GET", _, true) => "watch",
+        ("GET", false, _) => "list",
+        ("GET", true, _) => "get",
+        ("POST", _, _) => "create",
+        ("PUT", _, _) => "update",
+        ("PATCH", _, _) => "patch",
+        ("DELETE", _, _) => "delete",
+        (m, _, _) => m,
+    };
+    match (res, sub) {
+        (Some(r), Some(s)) => format!("{verb} {r}/{s}"),
+        (Some(r), None) => format!("{verb} {r}"),
+        _ => format!("{verb} {}", uri.path()),
     }
 }
 
