@@ -43,6 +43,7 @@ pub struct Agent {
     kube_version: String,
     contents: ContentCache,
     releases: release::ReleaseCache,
+    accounts: crate::accounts::Accounts,
     bds: BTreeMap<String, BundleDeployment>,
     /// Generation last reconciled per BD (status-only events do not reconcile again).
     reconciled: HashMap<String, Option<i64>>,
@@ -236,6 +237,7 @@ impl Agent {
                 claim: &claim,
                 applied: &applied,
                 releases: &self.releases,
+                accounts: &self.accounts,
             };
             match deploy::deploy(&t, &bd, &resources, &history).await {
                 Ok(d) => {
@@ -696,6 +698,7 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
     let owners = Arc::default();
     let mut agent = Agent {
         drift: DriftWatches::new(ds.clone(), owners, tx.clone()),
+        accounts: crate::accounts::Accounts::watch(ds.client.clone(), &agent_namespace),
         up,
         ds,
         agent_namespace,

@@ -203,6 +203,8 @@ pub struct Target<'a> {
     pub claim: &'a (dyn Fn(&ObjRef) + Send + Sync),
     /// Decoded release records: the records a deploy writes go in as written.
     pub releases: &'a release::ReleaseCache,
+    /// The agent namespace's ServiceAccounts (which one the bundle deploys as).
+    pub accounts: &'a crate::accounts::Accounts,
     /// Called with each object's apply answer: its watch's echo of that write is no news.
     pub applied: &'a (dyn Fn(&ObjRef, &Value) + Send + Sync),
 }
@@ -228,7 +230,13 @@ pub async fn deploy(
     let bd_name = bd.metadata.name.clone().unwrap_or_default();
     let manifest_id = crate::content::manifest_id(&bd.spec.deployment_id).to_string();
     let (rel_name, rel_ns) = release_of(&bd_name, &bd.spec.options);
-    let as_account = deployer(t.ds, t.agent_namespace, &bd.spec.options.service_account).await?;
+    let as_account = deployer(
+        t.ds,
+        t.accounts,
+        t.agent_namespace,
+        &bd.spec.options.service_account,
+    )
+    .await?;
     let ds = &as_account;
     // Read with the agent's own identity, as upstream: the account deploys, the agent configures.
     let opts = &crate::values_from::resolve(&t.ds.client, &bd.spec.options, &rel_ns).await?;
@@ -392,6 +400,7 @@ pub const DEFAULT_SERVICE_ACCOUNT: &str = "fleet-default";
 /// `fleet-default` if it exists, else the agent's own identity, as upstream's agent.
 async fn deployer(
     ds: &Downstream,
+    accounts: &crate::accounts::Accounts,
     agent_namespace: &str,
     asked: &str,
 ) -> Result<Downstream, DeployError> {
@@ -405,14 +414,24 @@ async fn deployer(
         name: name.to_string(),
         reason,
     };
-    let api: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        kube::Api::namespaced(ds.client.clone(), agent_namespace);
-    match api.get_opt(name).await {
-        Ok(Some(_)) => ds
+    // An account the bundle names but the watch has not seen (yet) is asked for, so a deploy
+    // right after the account was created does not fail on the watch's lag.
+    let exists = match accounts.exists(name) {
+        Some(known) if known || asked.is_empty() => Ok(known),
+        _ => kube::Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(
+            ds.client.clone(),
+            agent_namespace,
+        )
+        .get_opt(name)
+        .await
+        .map(|sa| sa.is_some()),
+    };
+    match exists {
+        Ok(true) => ds
             .impersonating(&format!("system:serviceaccount:{agent_namespace}:{name}"))
             .map_err(|e| err(e.to_string())),
-        Ok(None) if asked.is_empty() => Ok(ds.clone()),
-        Ok(None) => Err(err(format!("serviceaccounts \"{name}\" not found"))),
+        Ok(false) if asked.is_empty() => Ok(ds.clone()),
+        Ok(false) => Err(err(format!("serviceaccounts \"{name}\" not found"))),
         Err(e) => Err(err(crate::objects::api_message(&e))),
     }
 }

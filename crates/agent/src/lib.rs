@@ -9,6 +9,7 @@
 //! `monitor` + `readiness` + `diff` (status), `drift` (one watch per kind), `heartbeat`,
 //! `backoff` (capped exponential backoff with jitter, rate-limited logs), `agent` (the loop).
 
+pub mod accounts;
 pub mod agent;
 pub mod backoff;
 pub mod content;
