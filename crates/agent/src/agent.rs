@@ -187,9 +187,17 @@ impl Agent {
             None => bd.status.clone().unwrap_or_default(),
         };
         let (rel_name, rel_ns) = deploy::release_of(name, &bd.spec.options);
-        let history = release::history(&self.ds.client, &self.releases, &rel_ns, &rel_name)
-            .await
-            .map_err(|e| e.to_string())?;
+        // A held status was made by this agent's own deploy less than STATUS_SETTLE ago, and
+        // the release records that deploy wrote are in the cache as written: not read again.
+        let cached = was_held
+            .then(|| self.releases.records(&rel_ns, &rel_name))
+            .flatten();
+        let history = match cached {
+            Some(h) => h,
+            None => release::history(&self.ds.client, &self.releases, &rel_ns, &rel_name)
+                .await
+                .map_err(|e| e.to_string())?,
+        };
         let current = history
             .iter()
             .rev()

@@ -238,6 +238,25 @@ impl ReleaseCache {
         }
     }
 
+    /// The records of a release as this agent last read or wrote them, oldest first; None when
+    /// it knows none.
+    pub fn records(&self, namespace: &str, name: &str) -> Option<Vec<Record>> {
+        let m = self.releases.lock().ok()?;
+        let known = m.get(&(namespace.to_string(), name.to_string()))?;
+        let mut out: Vec<Record> = known.iter().map(|(_, r)| r.clone()).collect();
+        out.sort_by_key(|r| r.version);
+        Some(out)
+    }
+
+    /// Forgets one record of a release (its Secret was deleted).
+    fn drop_record(&self, namespace: &str, name: &str, secret_name: &str) {
+        if let Ok(mut m) = self.releases.lock()
+            && let Some(known) = m.get_mut(&(namespace.to_string(), name.to_string()))
+        {
+            known.retain(|(_, r)| r.secret_name != secret_name);
+        }
+    }
+
     /// Forgets a release (its records were deleted).
     pub fn forget(&self, namespace: &str, name: &str) {
         if let Ok(mut m) = self.releases.lock() {
@@ -474,6 +493,7 @@ pub async fn store(
     let total = previous.len() as i64 + 1;
     for r in previous.iter().take((total - max).max(0) as usize) {
         delete_secret(&api, &r.secret_name).await.map_err(api_err)?;
+        cache.drop_record(new.namespace, new.name, &r.secret_name);
     }
     Ok(version)
 }
@@ -545,6 +565,34 @@ pub async fn delete_all(
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn the_cache_holds_what_was_written_oldest_first_and_forgets_deleted_records() {
+        let cache = ReleaseCache::default();
+        let rec = |v: i64| Record {
+            secret_name: secret_name("r", v),
+            version: v,
+            release: Arc::new(json!({"version": v})),
+            objects: Arc::default(),
+        };
+        assert!(cache.records("ns", "r").is_none());
+        for v in [3, 1, 2] {
+            cache.remember("ns", "r", format!("rv{v}"), rec(v));
+        }
+        let versions = |c: &ReleaseCache| -> Vec<i64> {
+            c.records("ns", "r")
+                .unwrap_or_default()
+                .iter()
+                .map(|r| r.version)
+                .collect()
+        };
+        assert_eq!(versions(&cache), [1, 2, 3]);
+        cache.drop_record("ns", "r", &secret_name("r", 1));
+        assert_eq!(versions(&cache), [2, 3]);
+        assert!(cache.records("ns", "other").is_none());
+        cache.forget("ns", "r");
+        assert!(cache.records("ns", "r").is_none());
+    }
 
     #[test]
     fn encode_decode_round_trip_and_helm_layout() {
