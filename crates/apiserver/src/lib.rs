@@ -49,6 +49,7 @@ pub use server::{Server, ServerConfig, ServerHandle, StartError};
 pub use storage::store::StoreSync;
 
 // The paths other crates use, kept where they were before the layering.
+pub use http::request::{Query, ResourcePath, Target, parse_path};
 pub use http::serve;
 pub use security::service_accounts as serviceaccount;
 pub use security::{auth, pki, rbac, satoken};

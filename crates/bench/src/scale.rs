@@ -683,25 +683,16 @@ impl RequestCounter {
     }
 }
 
-/// `VERB resource[/subresource]` of a request (`list`/`watch` for collections, `get` ... for
-/// one object), names and namespaces left out.
+/// `VERB resource[/subresource]` of a request, read by the API server's own path and query
+/// parsers (`list`/`watch` for collections, `get` ... for one object; names and namespaces left
+/// out); `METHOD path` for what is not a resource (discovery).
 fn request_kind(method: &http::Method, uri: &http::Uri) -> String {
-    let segs: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
-    let rest = match segs.first() {
-        Some(&"api") => segs.get(2..),
-        Some(&"apis") => segs.get(3..),
-        _ => None,
-    }
-    .unwrap_or(&[]);
-    let rest = match rest {
-        ["namespaces", _, tail @ ..] if !tail.is_empty() => tail,
-        other => other,
+    let Ok(Some(fleet_apiserver::Target::Resource(r))) = fleet_apiserver::parse_path(uri.path())
+    else {
+        return format!("{method} {}", uri.path());
     };
-    let watch = uri
-        .query()
-        .is_some_and(|q| q.contains("watch=true") || q.contains("watch=1"));
-    let (res, named, sub) = (rest.first(), rest.len() > 1, rest.get(2));
-    let verb = match (method.as_str(), named, watch) {
+    let watch = fleet_apiserver::Query::parse(uri.query()).is_ok_and(|q| q.watch);
+    let verb = match (method.as_str(), r.name.is_some(), watch) {
         ("GET", _, true) => "watch",
         ("GET", false, _) => "list",
         ("GET", true, _) => "get",
@@ -711,10 +702,9 @@ fn request_kind(method: &http::Method, uri: &http::Uri) -> String {
         ("DELETE", _, _) => "delete",
         (m, _, _) => m,
     };
-    match (res, sub) {
-        (Some(r), Some(s)) => format!("{verb} {r}/{s}"),
-        (Some(r), None) => format!("{verb} {r}"),
-        _ => format!("{verb} {}", uri.path()),
+    match r.sub {
+        Some(sub) => format!("{verb} {}/{sub}", r.plural),
+        None => format!("{verb} {}", r.plural),
     }
 }
 
@@ -1084,6 +1074,51 @@ pub(crate) fn git_commit(repo: &Path, msg: &str, init: bool) -> anyhow::Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_are_counted_by_verb_and_resource() {
+        let kind = |m: &str, uri: &str| {
+            request_kind(
+                &http::Method::from_bytes(m.as_bytes()).unwrap(),
+                &uri.parse::<http::Uri>().unwrap(),
+            )
+        };
+        assert_eq!(
+            kind("GET", "/api/v1/namespaces/bench/services/b0-o2"),
+            "get services"
+        );
+        assert_eq!(
+            kind(
+                "GET",
+                "/api/v1/namespaces/bench/secrets?labelSelector=owner%3Dhelm"
+            ),
+            "list secrets"
+        );
+        assert_eq!(
+            kind(
+                "GET",
+                "/apis/apps/v1/deployments?watch=true&labelSelector=x"
+            ),
+            "watch deployments"
+        );
+        assert_eq!(
+            kind(
+                "PATCH",
+                "/apis/apps/v1/namespaces/bench/deployments/d?fieldManager=f"
+            ),
+            "patch deployments"
+        );
+        assert_eq!(
+            kind("PUT", "/api/v1/namespaces/bench/pods/p/status"),
+            "update pods/status"
+        );
+        assert_eq!(kind("GET", "/api/v1/namespaces/bench"), "get namespaces");
+        assert_eq!(
+            kind("POST", "/api/v1/namespaces/bench/secrets"),
+            "create secrets"
+        );
+        assert_eq!(kind("GET", "/apis/apps/v1"), "GET /apis/apps/v1");
+    }
 
     #[test]
     fn objects_cycle_kinds_and_carry_the_round() {
