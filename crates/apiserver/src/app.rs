@@ -80,7 +80,7 @@ impl ApiServer {
             &|_, _| true,
         )?;
         for (_, obj) in page.items {
-            let Ok(v) = serde_json::from_slice::<Value>(&obj.json) else {
+            let Ok(v) = serde_json::from_slice::<Value>(&obj.json()) else {
                 continue;
             };
             if v.pointer("/metadata/deletionTimestamp").is_some() {

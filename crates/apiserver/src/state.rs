@@ -116,6 +116,12 @@ impl ApiServer {
         self.inner.store.sync_mode()
     }
 
+    /// How many stored objects are held compressed, of how many (walks every key): for tests
+    /// and memory figures.
+    pub fn store_packed(&self) -> (usize, usize) {
+        self.inner.store.packed_count()
+    }
+
     /// The store, for in-crate background work and tests.
     pub(crate) fn store(&self) -> &Store {
         &self.inner.store
@@ -165,5 +171,5 @@ impl Head {
 /// Reads `/core/PLURAL/NS/NAME` from the store (an in-memory map lookup plus a small parse).
 pub(crate) fn head(srv: &ApiServer, plural: &str, ns: &str, name: &str) -> Option<Head> {
     let obj = srv.store().get(&format!("/core/{plural}/{ns}/{name}"))?;
-    serde_json::from_slice::<Head>(&obj.json).ok()
+    serde_json::from_slice::<Head>(&obj.json()).ok()
 }

@@ -53,7 +53,7 @@ struct MetaOnly {
 }
 
 fn meta_of(obj: &Obj) -> Meta {
-    serde_json::from_slice::<MetaOnly>(&obj.json)
+    serde_json::from_slice::<MetaOnly>(&obj.json())
         .map(|m| m.metadata)
         .unwrap_or_default()
 }
@@ -63,8 +63,8 @@ fn meta_of(obj: &Obj) -> Meta {
 /// some other place only costs the decode.
 fn may_concern_gc(obj: &Obj) -> bool {
     use memchr::memmem::find;
-    find(&obj.json, b"\"ownerReferences\"").is_some()
-        || find(&obj.json, b"\"deletionTimestamp\"").is_some()
+    let json = obj.json();
+    find(&json, b"\"ownerReferences\"").is_some() || find(&json, b"\"deletionTimestamp\"").is_some()
 }
 
 /// One ownerReference as the collector follows it. The owner is found the way kube's collector
@@ -497,7 +497,7 @@ async fn finalize_namespace(srv: &ApiServer, ns: &str) -> ApiResult<bool> {
 
 /// Deletes every instance of a deleted CRD, then lets the CRD go. `Ok(true)` when done.
 async fn cleanup_crd(srv: &ApiServer, crd: &Obj) -> ApiResult<bool> {
-    let v: Value = serde_json::from_slice(&crd.json).unwrap_or(Value::Null);
+    let v: Value = serde_json::from_slice(&crd.json()).unwrap_or(Value::Null);
     let group = v
         .pointer("/spec/group")
         .and_then(Value::as_str)

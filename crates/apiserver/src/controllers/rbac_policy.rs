@@ -63,7 +63,7 @@ fn load(srv: &ApiServer) -> Result<Rev, crate::storage::store::StoreError> {
         .list(RBAC_PREFIX, None, None, None, &|_, _| true)?;
     let mut fresh = Authorizer::new();
     for (key, obj) in &page.items {
-        match serde_json::from_slice::<Value>(&obj.json) {
+        match serde_json::from_slice::<Value>(&obj.json()) {
             Ok(v) => {
                 if let Err(e) = fresh.apply(&v) {
                     tracing::warn!(%key, error = %e, "RBAC object ignored");
@@ -100,10 +100,10 @@ async fn follow(srv: ApiServer, mut rev: Rev) {
         };
         while let Some(ev) = watch.next().await {
             let mut guard = srv.inner.authz.authorizer.write();
-            apply_event(&mut guard, ev.kind, &ev.key, &ev.obj.json);
+            apply_event(&mut guard, ev.kind, &ev.key, &ev.obj.json());
             // Apply what is already queued under the same lock.
             while let Some(Some(ev)) = futures::FutureExt::now_or_never(watch.next()) {
-                apply_event(&mut guard, ev.kind, &ev.key, &ev.obj.json);
+                apply_event(&mut guard, ev.kind, &ev.key, &ev.obj.json());
             }
             drop(guard);
             rev = watch.last_rev();

@@ -49,7 +49,7 @@ pub fn spawn(srv: ApiServer) {
 }
 
 fn parse(obj: &Obj) -> Head {
-    serde_json::from_slice::<Head>(&obj.json).unwrap_or_default()
+    serde_json::from_slice::<Head>(&obj.json()).unwrap_or_default()
 }
 
 async fn run(srv: &ApiServer) -> Result<(), String> {

@@ -222,7 +222,7 @@ fn consider(kinds: &Kinds, queue: &mut Queue, key: &Arc<str>, obj: &Obj) {
         queue.again.insert(key.clone());
         return;
     }
-    let Ok(v) = serde_json::from_slice::<Value>(&obj.json) else {
+    let Ok(v) = serde_json::from_slice::<Value>(&obj.json()) else {
         return;
     };
     if desired_status(kind, &v).is_some() {

@@ -109,7 +109,7 @@ fn crd_schemas(srv: &ApiServer) -> BTreeMap<String, Parts> {
         return out;
     };
     for (_, obj) in page.items {
-        let Ok(crd) = serde_json::from_slice::<Value>(&obj.json) else {
+        let Ok(crd) = serde_json::from_slice::<Value>(&obj.json()) else {
             continue;
         };
         let group = crd

@@ -179,7 +179,7 @@ pub async fn patch(
             return Err(ApiError::not_found(&info.group, &info.plural, name));
         };
         let v: Value =
-            serde_json::from_slice(&cur.json).map_err(|e| ApiError::internal(e.to_string()))?;
+            serde_json::from_slice(&cur.json()).map_err(|e| ApiError::internal(e.to_string()))?;
         let scale = scale_of(info, &v);
         let scale_info = scale_resource_info();
         let patched = apply_patch(&scale_info, pt, &scale, &patch)?;
@@ -330,7 +330,7 @@ pub async fn write_scale(
         .await?;
     let v: Value = match w {
         Written::Stored(o) => {
-            serde_json::from_slice(&o.json).map_err(|e| ApiError::internal(e.to_string()))?
+            serde_json::from_slice(&o.json()).map_err(|e| ApiError::internal(e.to_string()))?
         }
         Written::Unstored(v) => v,
     };

@@ -56,7 +56,7 @@ pub fn get(
     };
     if sub == Some("scale") {
         let v: Value =
-            serde_json::from_slice(&obj.json).map_err(|e| ApiError::internal(e.to_string()))?;
+            serde_json::from_slice(&obj.json()).map_err(|e| ApiError::internal(e.to_string()))?;
         let scale = crate::http::patch::scale_of(info, &v);
         return Ok(json_response(
             200,
@@ -64,7 +64,7 @@ pub fn get(
         ));
     }
     if let (Some(inc), None) = (table, sub) {
-        let v: Value = serde_json::from_slice(&convert(info, &obj.json))
+        let v: Value = serde_json::from_slice(&convert(info, &obj.json()))
             .map_err(|e| ApiError::internal(e.to_string()))?;
         let rv = obj.rev.to_string();
         let t = crate::http::table::table(info, json!({"resourceVersion": rv}), &[v], inc, true);
@@ -73,7 +73,7 @@ pub fn get(
             Bytes::from(serde_json::to_vec(&t).unwrap_or_default()),
         ));
     }
-    Ok(json_response(200, convert(info, &obj.json)))
+    Ok(json_response(200, convert(info, &obj.json())))
 }
 
 /// Parsed selectors of a list or watch request.
@@ -111,7 +111,7 @@ impl Selectors {
         if self.fields.only_meta() {
             return self.fields.matches_with(ns, name, |_| String::new());
         }
-        let parsed: Value = serde_json::from_slice(&obj.json).unwrap_or(Value::Null);
+        let parsed: Value = serde_json::from_slice(&obj.json()).unwrap_or(Value::Null);
         self.fields
             .matches_with(ns, name, |p| field_value(&parsed, p))
     }
@@ -221,7 +221,7 @@ pub fn list(
         let objs: Vec<Value> = page
             .items
             .iter()
-            .filter_map(|(_, o)| serde_json::from_slice(&convert(info, &o.json)).ok())
+            .filter_map(|(_, o)| serde_json::from_slice(&convert(info, &o.json())).ok())
             .collect();
         let t = crate::http::table::table(info, meta, &objs, inc, true);
         return Ok(json_response(
@@ -233,7 +233,7 @@ pub fn list(
         128 + page
             .items
             .iter()
-            .map(|(_, o)| o.json.len() + 1)
+            .map(|(_, o)| o.json_len() + 1)
             .sum::<usize>(),
     );
     out.put_slice(
@@ -249,7 +249,7 @@ pub fn list(
         if i > 0 {
             out.put_u8(b',');
         }
-        out.put_slice(&convert(info, &o.json));
+        out.put_slice(&convert(info, &o.json()));
     }
     out.put_slice(b"]}");
     Ok(json_response(200, out.freeze()))

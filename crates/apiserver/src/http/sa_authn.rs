@@ -164,7 +164,7 @@ impl ServiceAccountAuthenticator {
         let mut head = |plural: &str, ns: &str, name: &str| {
             let key = format!("/core/{plural}/{ns}/{name}");
             let obj = srv.store().get(&key)?;
-            let parsed = serde_json::from_slice::<Head>(&obj.json).ok()?;
+            let parsed = serde_json::from_slice::<Head>(&obj.json()).ok()?;
             seen.push((key, obj.rev));
             Some(parsed)
         };

@@ -22,7 +22,7 @@ use crate::http::table::IncludeObject;
 use crate::state::ApiServer;
 use crate::storage::errors::{ApiError, ApiResult};
 use crate::storage::registry::ResourceInfo;
-use crate::storage::store::{EventKind, Rev, StoreError, Watch};
+use crate::storage::store::{EventKind, Obj, Rev, StoreError, Watch};
 
 /// Frames one watch event line: `{"type":T,"object":OBJ}\n`.
 pub fn frame(kind: &str, object: &[u8]) -> Bytes {
@@ -68,7 +68,8 @@ struct State {
     info: Arc<ResourceInfo>,
     sel: Selectors,
     /// Objects (stored JSON) still to send as synthetic ADDED events.
-    initial: VecDeque<Bytes>,
+    /// The initial state's objects, unpacked one by one as they are sent.
+    initial: VecDeque<Obj>,
     initial_end: Option<Rev>,
     watch: Option<Watch>,
     deadline: Instant,
@@ -116,8 +117,8 @@ impl State {
 
     /// The next line to send, or `None` when the watch is over.
     async fn next(&mut self) -> Option<Bytes> {
-        if let Some(b) = self.initial.pop_front() {
-            return Some(self.event("ADDED", &b));
+        if let Some(o) = self.initial.pop_front() {
+            return Some(self.event("ADDED", &o.json()));
         }
         if let Some(rv) = self.initial_end.take() {
             return Some(bookmark(&self.info, rv, true));
@@ -162,7 +163,7 @@ impl State {
             };
             if let Some(k) = kind {
                 self.sent_line();
-                return Some(self.event(k, &ev.obj.json));
+                return Some(self.event(k, &ev.obj.json()));
             }
         }
     }
@@ -207,9 +208,7 @@ pub fn watch(
             .store()
             .list(&prefix, None, None, None, &|k, o| sel.matches(k, o))
             .map_err(|e| ApiError::from_store(e, &info.group, &info.plural, ""))?;
-        for (_, o) in &page.items {
-            initial.push_back(o.json.clone());
-        }
+        initial.extend(page.items.into_iter().map(|(_, o)| o));
         page.rev
     } else {
         match exact_start {

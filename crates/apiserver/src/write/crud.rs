@@ -36,7 +36,7 @@ impl Written {
     /// The JSON body to answer with.
     pub fn into_bytes(self) -> bytes::Bytes {
         match self {
-            Written::Stored(o) => o.json,
+            Written::Stored(o) => o.json(),
             Written::Unstored(v) => bytes::Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
         }
     }
@@ -85,7 +85,7 @@ pub fn parse_rv(s: &str) -> ApiResult<Rev> {
 }
 
 fn decode(obj: &Obj) -> ApiResult<Value> {
-    serde_json::from_slice(&obj.json)
+    serde_json::from_slice(&obj.json())
         .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))
 }
 
@@ -102,7 +102,7 @@ fn being_deleted(obj: &Obj) -> ApiResult<bool> {
         #[serde(default)]
         metadata: Option<Meta>,
     }
-    let p: Partial = serde_json::from_slice(&obj.json)
+    let p: Partial = serde_json::from_slice(&obj.json())
         .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))?;
     Ok(p.metadata.is_some_and(|m| m.deletion_timestamp.is_some()))
 }

@@ -259,7 +259,7 @@ pub fn after_write(srv: &ApiServer, info: &ResourceInfo, obj: &Obj, deleted: boo
     if !is(info, "apiextensions.k8s.io", "CustomResourceDefinition") {
         return;
     }
-    let Ok(v) = serde_json::from_slice::<Value>(&obj.json) else {
+    let Ok(v) = serde_json::from_slice::<Value>(&obj.json()) else {
         return;
     };
     let name = v

@@ -678,3 +678,121 @@ async fn servers_in_one_process_stay_apart() {
         assert_eq!(role["metadata"]["name"], "admin");
     }
 }
+
+/// A store large enough to keep its objects compressed answers every read with the bytes the
+/// write answered with: GET, LIST, a watch's initial events, and after a PATCH and a DELETE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_packed_store_serves_the_json_it_was_given() {
+    use fleet_apiserver::store::StoreConfig;
+    use fleet_apiserver::{ApiServer, ApiServerConfig};
+    let srv = ApiServer::new(ApiServerConfig::with_store(StoreConfig {
+        pack_from: Some(100),
+        ..StoreConfig::in_memory()
+    }))
+    .await
+    .expect("server starts");
+    let r = srv.router();
+    let mut written = std::collections::BTreeMap::new();
+    for i in 0..150 {
+        let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm-{i:03}"), "namespace": "default",
+                         "labels": {"app": "packed", "n": i.to_string()}},
+            "data": {"config.yaml": format!("replicas: {i}\nimage: nginx:1.{i}\n")}});
+        let (code, bytes) = raw(
+            &r,
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            Some("application/json"),
+            body.to_string().into_bytes(),
+        )
+        .await;
+        assert_eq!(code, 201, "{}", String::from_utf8_lossy(&bytes));
+        written.insert(format!("cm-{i:03}"), bytes);
+    }
+    // Every object, once a dictionary is trained and what is stored re-packed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (packed, all) = srv.store_packed();
+        if packed == all {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{packed} of {all} packed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    for (name, bytes) in &written {
+        let uri = format!("/api/v1/namespaces/default/configmaps/{name}");
+        let (code, got) = raw(&r, "GET", &uri, None, Vec::new()).await;
+        assert_eq!(code, 200);
+        assert_eq!(&got, bytes, "GET {name}");
+    }
+    let (code, list) = call(&r, "GET", "/api/v1/namespaces/default/configmaps", None, "").await;
+    assert_eq!(code, 200);
+    let items = list["items"].as_array().expect("items");
+    assert_eq!(items.len(), written.len());
+    for item in items {
+        let name = item["metadata"]["name"].as_str().expect("name");
+        let want: serde_json::Value = serde_json::from_slice(&written[name]).expect("JSON");
+        assert_eq!(item, &want, "LIST {name}");
+    }
+    let (code, stream) = raw(
+        &r,
+        "GET",
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1",
+        None,
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let added: Vec<serde_json::Value> = stream
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice::<serde_json::Value>(l).expect("one event per line"))
+        .filter(|e| e["type"] == "ADDED")
+        .map(|e| e["object"].clone())
+        .collect();
+    assert_eq!(added.len(), written.len());
+    for o in &added {
+        let name = o["metadata"]["name"].as_str().expect("name");
+        let want: serde_json::Value = serde_json::from_slice(&written[name]).expect("JSON");
+        assert_eq!(o, &want, "watch {name}");
+    }
+    let (code, patched) = call(
+        &r,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/cm-007",
+        Some("application/merge-patch+json"),
+        r#"{"data":{"extra":"1"}}"#,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(patched["data"]["extra"], "1");
+    assert_eq!(
+        patched["data"]["config.yaml"],
+        "replicas: 7\nimage: nginx:1.7\n"
+    );
+    let (_, got) = call(
+        &r,
+        "GET",
+        "/api/v1/namespaces/default/configmaps/cm-007",
+        None,
+        "",
+    )
+    .await;
+    assert_eq!(got, patched);
+    let (code, gone) = call(
+        &r,
+        "DELETE",
+        "/api/v1/namespaces/default/configmaps/cm-008",
+        None,
+        "",
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        gone["data"]["config.yaml"],
+        "replicas: 8\nimage: nginx:1.8\n"
+    );
+}

@@ -25,7 +25,7 @@ fn key(i: usize) -> String {
 }
 
 fn rv_of(o: &Obj) -> String {
-    let v: Value = serde_json::from_slice(&o.json).expect("stored JSON parses");
+    let v: Value = serde_json::from_slice(&o.json()).expect("stored JSON parses");
     v["metadata"]["resourceVersion"]
         .as_str()
         .expect("resourceVersion is a string")
@@ -33,7 +33,7 @@ fn rv_of(o: &Obj) -> String {
 }
 
 fn data_of(o: &Obj) -> String {
-    let v: Value = serde_json::from_slice(&o.json).expect("stored JSON parses");
+    let v: Value = serde_json::from_slice(&o.json()).expect("stored JSON parses");
     v["data"]["v"].as_str().unwrap_or_default().to_string()
 }
 
@@ -65,7 +65,7 @@ async fn create_get_update_delete_sets_resource_version() {
     assert_eq!(rv_of(&a), "1");
     assert_eq!(a.labels.get("app"), Some("a"));
     let got = s.get(&key(1)).unwrap();
-    assert_eq!(got.json, a.json);
+    assert_eq!(got.json(), a.json());
     let b = s.update(&key(1), Some(1), obj("cm-1", "y")).await.unwrap();
     assert_eq!(
         (b.rev, rv_of(&b), data_of(&b)),
@@ -82,7 +82,7 @@ async fn create_get_update_delete_sets_resource_version() {
     let c = s.create(&key(2), obj("cm-2", "x")).await.unwrap();
     assert!(Arc::ptr_eq(&c.labels, &b.labels));
     // Compact JSON, serialized once.
-    assert!(!std::str::from_utf8(&b.json).unwrap().contains(": "));
+    assert!(!std::str::from_utf8(&b.json()).unwrap().contains(": "));
 }
 
 #[tokio::test]

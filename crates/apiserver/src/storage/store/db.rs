@@ -235,11 +235,7 @@ pub(crate) fn obj_from_stored(name: &str, id: Rev, mut value: Vec<u8>) -> Result
         ))
     })?;
     value.shrink_to_fit();
-    Ok(Obj {
-        json: Bytes::from(value),
-        rev: id,
-        labels,
-    })
+    Ok(Obj::plain(Bytes::from(value), id, labels))
 }
 
 /// One row to append to the log.

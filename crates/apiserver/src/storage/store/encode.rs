@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{Obj, Rev, StoreError, empty_labels, intern_labels};
+use super::pack::{Packed, Packer};
+use super::{Body, Obj, Rev, StoreError, empty_labels, intern_labels};
 
 /// An object serialized as compact JSON with a hole for `metadata.resourceVersion`.
 #[derive(Debug)]
@@ -20,13 +21,20 @@ pub(crate) struct Encoded {
     rv_at: usize,
     /// `metadata.labels`, parsed once here for label selectors.
     labels: Arc<super::Labels>,
+    /// The JSON compressed with the store's dictionary, when it has one and it pays.
+    packed: Option<Packed>,
 }
 
 impl Encoded {
     /// Serializes `value` as the store keeps it: exactly `serde_json::to_vec` of the object with
     /// `metadata.resourceVersion` set (an existing resourceVersion keeps its place among the
-    /// metadata fields, a missing one is appended), the revision itself left out.
-    pub(crate) fn new(key: &str, mut value: Value) -> Result<Encoded, StoreError> {
+    /// metadata fields, a missing one is appended), the revision itself left out; compressed too
+    /// when a `packer` is given and has a dictionary.
+    pub(crate) fn new(
+        key: &str,
+        mut value: Value,
+        packer: Option<&Packer>,
+    ) -> Result<Encoded, StoreError> {
         let Some(top) = value.as_object_mut() else {
             return Err(StoreError::Internal(format!(
                 "value for {key} is not a JSON object"
@@ -67,20 +75,35 @@ impl Encoded {
         let rv_at = rv_at.ok_or_else(|| {
             StoreError::Internal(format!("serializing {key}: resourceVersion went missing"))
         })?;
+        drop(value);
+        let packed = packer.and_then(|p| p.pack(&json, rv_at));
         Ok(Encoded {
             json,
             rv_at,
             labels,
+            packed,
         })
     }
 
-    /// The stored object at revision `rev`: one copy of the bytes with the revision spliced in.
-    pub(crate) fn finish(&self, rev: Rev) -> Obj {
-        Obj {
-            json: bytes::Bytes::from(self.spliced(rev)),
+    /// The stored object at revision `rev`, and with `log`, its JSON as the log keeps it (the
+    /// same bytes as the object's when it is held plain).
+    pub(crate) fn finish(&self, rev: Rev, log: bool) -> (Obj, Option<bytes::Bytes>) {
+        let (body, logged) = match &self.packed {
+            Some(p) => (
+                Body::Packed(p.clone()),
+                log.then(|| bytes::Bytes::from(self.spliced(rev))),
+            ),
+            None => {
+                let json = bytes::Bytes::from(self.spliced(rev));
+                (Body::Plain(json.clone()), log.then_some(json))
+            }
+        };
+        let obj = Obj {
+            body,
             rev,
             labels: self.labels.clone(),
-        }
+        };
+        (obj, logged)
     }
 
     /// The JSON with `rev` spliced in, in an allocation of exactly its length: stored objects
@@ -205,13 +228,56 @@ mod tests {
         /// existing resourceVersion of any type, labels of any shape, keys needing escapes).
         #[test]
         fn split_encoding_equals_whole_serialization(v in arb_object(), rev in 0..Rev::MAX) {
-            let enc = Encoded::new("k", v.clone()).expect("an object encodes");
+            let enc = Encoded::new("k", v.clone(), None).expect("an object encodes");
             let raw = enc.spliced(rev);
             prop_assert_eq!(raw.capacity(), raw.len(), "no spare capacity is kept");
-            let obj = enc.finish(rev);
+            let obj = enc.finish(rev, false).0;
             prop_assert_eq!(obj.rev, rev);
             let want = reference(v, rev);
-            prop_assert_eq!(obj.json.as_ref(), want.as_slice());
+            let json = obj.json();
+            prop_assert_eq!(json.as_ref(), want.as_slice());
+            prop_assert_eq!(obj.json_len(), want.len());
+        }
+    }
+
+    /// A packer trained on BundleDeployment-shaped objects.
+    fn packer() -> &'static Packer {
+        static P: std::sync::OnceLock<Packer> = std::sync::OnceLock::new();
+        P.get_or_init(|| {
+            let samples: Vec<Vec<u8>> = (0..300)
+                .map(|i| reference(crate::storage::store::pack::tests::bd(i, "c0"), 5))
+                .collect();
+            Packer::trained_on(&samples)
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1_000))]
+
+        /// Packing changes nothing about the bytes handed out or logged, whether an object
+        /// compresses or not.
+        #[test]
+        fn packed_encoding_equals_whole_serialization(v in arb_object(), rev in 0..Rev::MAX) {
+            let enc = Encoded::new("k", v.clone(), Some(packer())).expect("an object encodes");
+            let (obj, logged) = enc.finish(rev, true);
+            let want = reference(v, rev);
+            let json = obj.json();
+            prop_assert_eq!(json.as_ref(), want.as_slice());
+            prop_assert_eq!(obj.json_len(), want.len());
+            let logged = logged.expect("logged");
+            prop_assert_eq!(logged.as_ref(), want.as_slice());
+        }
+
+        /// Objects like the ones the dictionary was trained on are packed, and read back exactly.
+        #[test]
+        fn objects_like_the_samples_are_packed(i in 0usize..1 << 40, commit in "[0-9a-f]{40}", rev in 0..Rev::MAX) {
+            let v = crate::storage::store::pack::tests::bd(i, &commit);
+            let (obj, _) = Encoded::new("k", v.clone(), Some(packer())).expect("encodes").finish(rev, false);
+            let packed = obj.packed().expect("packed");
+            prop_assert!(packed.packed_len() * 4 < obj.json_len(), "{} of {}", packed.packed_len(), obj.json_len());
+            let json = obj.json();
+            let want = reference(v, rev);
+            prop_assert_eq!(json.as_ref(), want.as_slice());
         }
     }
 
@@ -219,7 +285,10 @@ mod tests {
     fn labels_are_parsed_and_non_objects_refused() {
         let v =
             json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"app": "x", "n": 1}}});
-        let obj = Encoded::new("k", v).expect("encodes").finish(7);
+        let obj = Encoded::new("k", v, None)
+            .expect("encodes")
+            .finish(7, false)
+            .0;
         assert_eq!(obj.labels.get("app"), Some("x"));
         assert_eq!(
             obj.labels.len(),
@@ -227,10 +296,10 @@ mod tests {
             "non-string label values are not selectable"
         );
         assert_eq!(
-            std::str::from_utf8(&obj.json).expect("utf8"),
+            std::str::from_utf8(&obj.json()).expect("utf8"),
             r#"{"kind":"ConfigMap","metadata":{"name":"a","labels":{"app":"x","n":1},"resourceVersion":"7"}}"#
         );
-        assert!(Encoded::new("k", json!([1])).is_err());
-        assert!(Encoded::new("k", json!({"metadata": "x"})).is_err());
+        assert!(Encoded::new("k", json!([1]), None).is_err());
+        assert!(Encoded::new("k", json!({"metadata": "x"}), None).is_err());
     }
 }

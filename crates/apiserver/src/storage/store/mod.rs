@@ -7,8 +7,9 @@
 //!   `/apps/deployments/ns1/` selects a resource or one namespace of it.
 //! - Values are Kubernetes objects as JSON. The store owns `metadata.resourceVersion`: it overwrites
 //!   it with the write's revision before persisting, so every value it hands out carries its RV.
-//! - Values handed out are `Obj`: the object once serialized (compact JSON, shared, never re-encoded)
-//!   plus the few parsed fields lists need to filter without decoding the whole object.
+//! - Values handed out are `Obj`: the object once serialized (compact JSON, shared, never re-encoded;
+//!   kept compressed once the store is large, see `pack.rs`) plus the few parsed fields lists need
+//!   to filter without decoding the whole object.
 //! - An acknowledged write (the future resolved `Ok`) survives SIGKILL (committed to SQLite WAL).
 //! - Events reach watchers in revision order with no gaps; a slow watcher is dropped, never waited on.
 
@@ -17,6 +18,7 @@ mod db;
 mod encode;
 mod labels;
 mod list;
+mod pack;
 mod watch;
 mod writer;
 
@@ -37,12 +39,77 @@ pub type Rev = i64;
 /// One stored object, serialized once and shared by every reader and watcher.
 #[derive(Clone, Debug)]
 pub struct Obj {
-    /// Compact JSON of the object, with `metadata.resourceVersion` equal to `rev`.
-    pub json: Bytes,
+    body: Body,
     /// The revision that wrote this value (its resourceVersion).
     pub rev: Rev,
     /// `metadata.labels`, parsed once, for label selectors.
     pub labels: Arc<Labels>,
+}
+
+/// How an object's JSON is held.
+#[derive(Clone, Debug)]
+enum Body {
+    /// As it is read.
+    Plain(Bytes),
+    /// Compressed with the store's dictionary (see `pack.rs`).
+    Packed(pack::Packed),
+}
+
+impl Obj {
+    /// An object held as plain JSON (`json` carries `rev` as its resourceVersion).
+    pub(crate) fn plain(json: Bytes, rev: Rev, labels: Arc<Labels>) -> Obj {
+        Obj {
+            body: Body::Plain(json),
+            rev,
+            labels,
+        }
+    }
+
+    /// Compact JSON of the object, with `metadata.resourceVersion` equal to `rev`. Shared for an
+    /// object held plain; unpacked into a new buffer for one held compressed. Unpacking cannot
+    /// fail for an object this process packed; if it ever did, the failure is logged and the
+    /// JSON is empty, which every reader refuses as invalid rather than panicking.
+    pub fn json(&self) -> Bytes {
+        match &self.body {
+            Body::Plain(b) => b.clone(),
+            Body::Packed(p) => match p.unpack(self.rev) {
+                Ok(v) => Bytes::from(v),
+                Err(e) => {
+                    tracing::error!(rev = self.rev, "unpacking a stored object failed: {e}");
+                    Bytes::new()
+                }
+            },
+        }
+    }
+
+    /// Length of [`Obj::json`], without unpacking it.
+    pub fn json_len(&self) -> usize {
+        match &self.body {
+            Body::Plain(b) => b.len(),
+            Body::Packed(p) => p.unpacked_len(self.rev),
+        }
+    }
+
+    /// Whether the object is held compressed (see `pack.rs`): what tests and memory figures
+    /// look at; readers need not care.
+    pub fn is_packed(&self) -> bool {
+        self.packed().is_some()
+    }
+
+    fn packed(&self) -> Option<&pack::Packed> {
+        match &self.body {
+            Body::Packed(p) => Some(p),
+            Body::Plain(_) => None,
+        }
+    }
+
+    fn with_packed(&self, p: pack::Packed) -> Obj {
+        Obj {
+            body: Body::Packed(p),
+            rev: self.rev,
+            labels: self.labels.clone(),
+        }
+    }
 }
 
 /// What happened to a key at one revision.
@@ -152,6 +219,9 @@ pub struct StoreConfig {
     /// How long superseded rows stay in SQLite for paginated lists at past revisions before
     /// compaction removes them (see [`RETENTION`]).
     pub retention: Duration,
+    /// Keep objects compressed in memory once the store holds this many (`None`: never); see
+    /// [`PACK_FROM`].
+    pub pack_from: Option<usize>,
 }
 
 impl StoreConfig {
@@ -162,6 +232,7 @@ impl StoreConfig {
             history: DEFAULT_HISTORY,
             sync: StoreSync::default(),
             retention: RETENTION,
+            pack_from: Some(PACK_FROM),
         }
     }
     /// A store persisted in the SQLite file `path`, with the default history window, fsynced
@@ -184,6 +255,10 @@ impl Default for StoreConfig {
 pub const DEFAULT_HISTORY: usize = 10_000;
 /// How many events one watcher may fall behind before it is cut off.
 pub const WATCH_QUEUE: usize = 8_192;
+/// A store compresses the objects it keeps in memory once it holds this many: below, what
+/// compression would save is small, and a process holding thousands of small stores (the
+/// benchmark's downstream clusters) spends nothing on dictionaries.
+pub const PACK_FROM: usize = 1_000;
 /// Superseded rows stay in SQLite this long, so paginated lists at a recent revision can still be
 /// served after their in-memory snapshot is gone (kube-apiserver compacts etcd every 5 minutes).
 pub const RETENTION: Duration = Duration::from_secs(300);
@@ -220,6 +295,8 @@ pub(crate) struct Shared {
     pub(crate) snapshots: Mutex<list::Snapshots>,
     /// Read connection for lists at past revisions (file mode only).
     pub(crate) reader: Option<Mutex<rusqlite::Connection>>,
+    /// The dictionary objects are compressed with in memory.
+    pub(crate) packer: pack::Packer,
 }
 
 /// The storage handle: cheap to clone, shared by every request handler.
@@ -374,6 +451,7 @@ impl Store {
             hubs: Mutex::new(watch::Hubs::new(WATCH_QUEUE, loaded.rev)),
             snapshots: Mutex::new(list::Snapshots::default()),
             reader,
+            packer: pack::Packer::new(cfg.pack_from),
         });
         let checkpointer = match &cfg.path {
             Some(p) => Some(checkpoint::Checkpointer::spawn(p, cfg.sync)?),
@@ -420,7 +498,10 @@ impl Store {
         op: writer::Op,
         value: Option<serde_json::Value>,
     ) -> Result<Obj, StoreError> {
-        let value = value.map(|v| encode::Encoded::new(key, v)).transpose()?;
+        let packer = Some(&self.inner.shared.packer);
+        let value = value
+            .map(|v| encode::Encoded::new(key, v, packer))
+            .transpose()?;
         let (reply, rx) = oneshot::channel();
         let req = writer::WriteReq {
             key: key.into(),
@@ -552,6 +633,12 @@ impl Store {
     /// Number of live keys.
     pub fn len(&self) -> usize {
         self.inner.shared.state.read().map.len()
+    }
+
+    /// How many live objects are held compressed, and how many there are (walks every key).
+    pub fn packed_count(&self) -> (usize, usize) {
+        let map = self.inner.shared.state.read().map.clone();
+        (map.values().filter(|o| o.is_packed()).count(), map.len())
     }
 
     /// Whether no key is stored.

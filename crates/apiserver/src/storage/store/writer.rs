@@ -71,6 +71,8 @@ pub(crate) struct Writer {
 struct Staged {
     reply: oneshot::Sender<Result<Obj, StoreError>>,
     result: Result<usize, StoreError>,
+    /// The JSON as logged, which answers the caller of a packed write without unpacking it.
+    logged: Option<bytes::Bytes>,
 }
 
 impl Writer {
@@ -181,6 +183,7 @@ impl Writer {
             }
             self.shared.snapshots.lock().expire(now);
             self.shared.hubs.lock().prune();
+            super::pack::train_when_due(&self.shared);
         }
         if self.compaction_pending()
             && let Err(e) = self.compact_chunk()
@@ -291,10 +294,14 @@ impl Writer {
                 self.since_kick += events.len() as u64;
                 for s in staged {
                     let res = s.result.and_then(|i| {
-                        events
+                        let obj = events
                             .get(i)
                             .map(|e| e.obj.clone())
-                            .ok_or_else(|| StoreError::Internal("lost staged write".into()))
+                            .ok_or_else(|| StoreError::Internal("lost staged write".into()))?;
+                        Ok(match s.logged {
+                            Some(json) => Obj::plain(json, obj.rev, obj.labels),
+                            None => obj,
+                        })
                     });
                     let _ = s.reply.send(res);
                 }
@@ -352,32 +359,37 @@ impl Writer {
                     .map(|(k, v)| (k.clone(), v.clone())),
             };
             let rev = next + 1;
-            let step = apply(&key, op, value, current, rev);
-            let (kind, key_arc, obj, prev) = match step {
+            let step = apply(&key, op, value, current, rev, tx.is_some());
+            let (kind, key_arc, obj, prev, logged) = match step {
                 Ok(x) => x,
                 Err(e) => {
                     staged.push(Staged {
                         reply,
                         result: Err(e),
+                        logged: None,
                     });
                     continue;
                 }
             };
-            let logged = tx.as_ref().map_or(Ok(()), |tx| {
-                let row = db::Row {
-                    id: rev,
-                    name: &key_arc,
-                    created: matches!(kind, EventKind::Added),
-                    deleted: matches!(kind, EventKind::Deleted),
-                    prev_revision: prev.as_ref().map_or(0, |p| p.rev),
-                    value: &obj.json,
-                };
-                db::insert(tx, &row)
-            });
-            if let Err(e) = logged {
+            let written = match (tx.as_ref(), &logged) {
+                (Some(tx), Some(value)) => {
+                    let row = db::Row {
+                        id: rev,
+                        name: &key_arc,
+                        created: matches!(kind, EventKind::Added),
+                        deleted: matches!(kind, EventKind::Deleted),
+                        prev_revision: prev.as_ref().map_or(0, |p| p.rev),
+                        value,
+                    };
+                    db::insert(tx, &row)
+                }
+                _ => Ok(()),
+            };
+            if let Err(e) = written {
                 staged.push(Staged {
                     reply,
                     result: Err(e.clone_msg()),
+                    logged: None,
                 });
                 batch.extend(reqs);
                 return Err(e);
@@ -391,6 +403,7 @@ impl Writer {
             staged.push(Staged {
                 reply,
                 result: Ok(events.len()),
+                logged,
             });
             events.push(Event {
                 kind,
@@ -414,43 +427,48 @@ impl StoreError {
     }
 }
 
-type Applied = (EventKind, Arc<str>, Obj, Option<Obj>);
+/// A staged write: what happened, to which key, the new and the previous object, and (with a
+/// log) the JSON to log.
+type Applied = (EventKind, Arc<str>, Obj, Option<Obj>, Option<bytes::Bytes>);
 
-/// Checks one request against the key's current value and builds the new stored object.
+/// Checks one request against the key's current value and builds the new stored object (and,
+/// with `log`, the JSON the log keeps of it).
 fn apply(
     key: &str,
     op: Op,
     value: Option<Encoded>,
     current: Option<(Arc<str>, Obj)>,
     rev: Rev,
+    log: bool,
 ) -> Result<Applied, StoreError> {
     match op {
         Op::Create => {
             if current.is_some() {
                 return Err(StoreError::AlreadyExists(key.to_string()));
             }
-            let obj = finish(key, value, rev)?;
-            Ok((EventKind::Added, Arc::from(key), obj, None))
+            let (obj, logged) = finish(key, value, rev, log)?;
+            Ok((EventKind::Added, Arc::from(key), obj, None, logged))
         }
         Op::Update(expected) => {
             let Some((k, cur)) = current else {
                 return Err(StoreError::NotFound(key.to_string()));
             };
             check_expected(key, expected, &cur)?;
-            let obj = finish(key, value, rev)?;
-            Ok((EventKind::Modified, k, obj, Some(cur)))
+            let (obj, logged) = finish(key, value, rev, log)?;
+            Ok((EventKind::Modified, k, obj, Some(cur), logged))
         }
         Op::Delete(expected) => {
             let Some((k, cur)) = current else {
                 return Err(StoreError::NotFound(key.to_string()));
             };
             check_expected(key, expected, &cur)?;
-            let last: Value = serde_json::from_slice(&cur.json).map_err(|e| {
+            let last: Value = serde_json::from_slice(&cur.json()).map_err(|e| {
                 StoreError::Internal(format!("stored value of {key} is not JSON: {e}"))
             })?;
-            let mut obj = Encoded::new(key, last)?.finish(rev);
+            // Held plain: a deleted object lives only in the watch history.
+            let (mut obj, logged) = Encoded::new(key, last, None)?.finish(rev, log);
             obj.labels = cur.labels.clone();
-            Ok((EventKind::Deleted, k, obj, Some(cur)))
+            Ok((EventKind::Deleted, k, obj, Some(cur), logged))
         }
     }
 }
@@ -466,9 +484,14 @@ fn check_expected(key: &str, expected: Option<Rev>, cur: &Obj) -> Result<(), Sto
     }
 }
 
-/// The stored object for a create or update at `rev`.
-fn finish(key: &str, value: Option<Encoded>, rev: Rev) -> Result<Obj, StoreError> {
+/// The stored object for a create or update at `rev` (and with `log`, the JSON to log).
+fn finish(
+    key: &str,
+    value: Option<Encoded>,
+    rev: Rev,
+    log: bool,
+) -> Result<(Obj, Option<bytes::Bytes>), StoreError> {
     value
-        .map(|v| v.finish(rev))
+        .map(|v| v.finish(rev, log))
         .ok_or_else(|| StoreError::Internal(format!("no value to write for {key}")))
 }
