@@ -255,10 +255,11 @@ impl Default for StoreConfig {
 pub const DEFAULT_HISTORY: usize = 10_000;
 /// How many events one watcher may fall behind before it is cut off.
 pub const WATCH_QUEUE: usize = 8_192;
-/// A store compresses the objects it keeps in memory once it holds this many: below, what
-/// compression would save is small, and a process holding thousands of small stores (the
-/// benchmark's downstream clusters) spends nothing on dictionaries.
-pub const PACK_FROM: usize = 1_000;
+/// A store compresses the objects it keeps in memory once it holds this many. Below, the whole
+/// store is a few tens of MiB and what compression saves is not worth its CPU (about 5% of a
+/// busy manager's: every write packs, every read unpacks); a process holding thousands of
+/// small stores (the benchmark's downstream clusters) spends nothing on dictionaries.
+pub const PACK_FROM: usize = 10_000;
 /// Superseded rows stay in SQLite this long, so paginated lists at a recent revision can still be
 /// served after their in-memory snapshot is gone (kube-apiserver compacts etcd every 5 minutes).
 pub const RETENTION: Duration = Duration::from_secs(300);

@@ -7,8 +7,8 @@
 //! dictionary trained on their siblings about nine times. Once a store holds
 //! [`StoreConfig::pack_from`](super::StoreConfig) objects, a thread of its own trains a
 //! dictionary on a sample of them, publishes it for new writes, and re-packs what is stored; it
-//! trains again each time the store has grown fourfold since, so the dictionary follows what
-//! the store fills up with. A packed object keeps its dictionary alive, so an old one is freed
+//! trains again each time the store has doubled since, so the dictionary follows what the
+//! store fills up with. A packed object keeps its dictionary alive, so an old one is freed
 //! with the last object packed with it.
 //!
 //! Objects are packed on the writing caller's thread, before the writer knows the revision: what
@@ -33,8 +33,9 @@ const DICT_MAX: usize = 64 * 1024;
 /// costs about 0.1 s of CPU per MiB of samples; more samples than this no longer improve it).
 const SAMPLES_MAX: usize = 2_000;
 const SAMPLE_BYTES_MAX: usize = 4 << 20;
-/// A dictionary is trained again when the store has grown this many times since the last.
-const GROWTH: usize = 4;
+/// A dictionary is trained again when the store has grown this many times since the last
+/// (a fleet's store fills with registrations first, then BundleDeployments).
+const GROWTH: usize = 2;
 /// A packed form is kept only when at most this fraction (in 1/16ths) of the plain size: an
 /// object that does not compress (a gzipped Helm release) stays as it is.
 const KEEP_SIXTEENTHS: usize = 14;
