@@ -3,10 +3,13 @@
 //! Prints medians over repeated runs of: write throughput for 1 KiB objects at 1 and 64
 //! concurrent writers (SQLite file, WAL, in both sync modes: FULL, the default, and NORMAL), list
 //! time for 100,000 objects, watch fan-out delivery latency (p50/p99) with 1,000 and 10,000
-//! watchers, and the process RSS after storing 1,000,000 objects (then after reopening them).
+//! watchers, the process RSS after storing 1,000,000 objects (then after reopening them; held
+//! plain: the padded objects would compress a hundredfold), and what keeping objects compressed
+//! costs (`pack`: updates/s and reads/s of 20,000 BundleDeployment-shaped objects, held plain and
+//! held packed).
 //!
 //! Environment: STORE_BENCH_RUNS (default 5), STORE_BENCH_RSS_OBJECTS (default 1000000),
-//! STORE_BENCH_SKIP (comma list of: writes,list,watch,rss).
+//! STORE_BENCH_SKIP (comma list of: writes,list,watch,rss,pack).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -325,7 +328,11 @@ async fn bench_rss(objects: usize) {
     let path = dir.path().join("rss.db");
     let before = rss_mib();
     {
-        let Ok(store) = Store::open(StoreConfig::file(&path)) else {
+        let cfg = StoreConfig {
+            pack_from: None,
+            ..StoreConfig::file(&path)
+        };
+        let Ok(store) = Store::open(cfg) else {
             return;
         };
         let t = Instant::now();
@@ -342,7 +349,11 @@ async fn bench_rss(objects: usize) {
         );
     }
     let t = Instant::now();
-    let Ok(store) = Store::open(StoreConfig::file(&path)) else {
+    let cfg = StoreConfig {
+        pack_from: None,
+        ..StoreConfig::file(&path)
+    };
+    let Ok(store) = Store::open(cfg) else {
         return;
     };
     println!(
@@ -351,6 +362,104 @@ async fn bench_rss(objects: usize) {
         t.elapsed().as_secs_f64(),
         rss_mib()
     );
+}
+
+/// A BundleDeployment as the manager stores it (labels, managedFields, status), about 2.7 KiB,
+/// differing from its siblings in names, uids and hashes as a fleet's do.
+fn bundle_deployment(i: usize, commit: &str) -> Value {
+    let h = |salt: u64| format!("{:016x}", (i as u64 ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let cluster = format!("cluster-{}", &h(1)[..12]);
+    let bundle = format!("bench-b{}", i % 10);
+    let content = format!("s-{}{}{}", h(2), h(3), h(4));
+    let id = format!("{content}:{}{}{}{}", h(5), h(6), h(7), h(8));
+    let fields = json!({"f:metadata": {"f:labels": {"f:fleet.cattle.io/bundle-name": {},
+        "f:fleet.cattle.io/cluster": {}, "f:fleet.cattle.io/commit": {}}},
+        "f:spec": {"f:deploymentID": {}, "f:options": {"f:defaultNamespace": {}, "f:helm": {}}}});
+    let cond = |t: &str| json!({"type": t, "status": "True",
+        "lastUpdateTime": "2026-11-27T06:49:12Z", "lastTransitionTime": "2026-11-27T06:49:12Z"});
+    json!({
+        "apiVersion": "fleet.cattle.io/v1alpha1", "kind": "BundleDeployment",
+        "metadata": {
+            "labels": {"fleet.cattle.io/bundle-name": bundle, "fleet.cattle.io/cluster": cluster,
+                       "fleet.cattle.io/commit": commit, "fleet.cattle.io/content-name": content},
+            "name": bundle,
+            "namespace": format!("cluster-fleet-default-{cluster}-{}", &h(9)[..12]),
+            "managedFields": [{"manager": "fleetcontroller", "operation": "Update",
+                "apiVersion": "fleet.cattle.io/v1alpha1", "time": "2026-11-27T06:49:11Z",
+                "fieldsType": "FieldsV1", "fieldsV1": fields}],
+            "uid": format!("{}-{}-{}", &h(10)[..8], &h(11)[..4], &h(12)[..12]),
+            "creationTimestamp": "2026-11-27T06:49:11Z", "generation": 1,
+        },
+        "spec": {"deploymentID": id, "stagedDeploymentID": id,
+                 "options": {"defaultNamespace": "bench", "helm": {}}},
+        "status": {"conditions": [cond("Deployed"), cond("Installed"), cond("Ready")],
+                   "appliedDeploymentID": id, "ready": true, "nonModified": true,
+                   "display": {"deployed": "True", "state": "Ready"},
+                   "resources": [{"kind": "ConfigMap", "apiVersion": "v1", "namespace": "bench",
+                                  "name": format!("{bundle}-o0")}]}
+    })
+}
+
+/// Updates/s (64 writers) and reads/s (`get` and the JSON) of `n` BundleDeployments, in a store
+/// that keeps them plain and in one that keeps them packed.
+async fn bench_pack(runs: usize) {
+    const N: usize = 20_000;
+    for (what, pack_from) in [("plain", None), ("packed", Some(1_000))] {
+        let (mut updates, mut reads) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let Ok(store) = Store::open(StoreConfig {
+                pack_from,
+                ..StoreConfig::in_memory()
+            }) else {
+                return;
+            };
+            let key = |i: usize| format!("/fleet.cattle.io/bundledeployments/ns/bd-{i:06}");
+            for i in 0..N {
+                if store.create(&key(i), bundle_deployment(i, "c1")).await.is_err() {
+                    return;
+                }
+            }
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while pack_from.is_some() && store.packed_count().0 < N * 9 / 10 {
+                if Instant::now() > deadline {
+                    eprintln!("pack: objects were not packed within 60 s");
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let t = Instant::now();
+            let mut tasks = Vec::new();
+            for w in 0..64 {
+                let s = store.clone();
+                tasks.push(tokio::spawn(async move {
+                    for i in (w..N).step_by(64) {
+                        let v = bundle_deployment(i, "c2");
+                        let key = format!("/fleet.cattle.io/bundledeployments/ns/bd-{i:06}");
+                        if s.update(&key, None, v).await.is_err() {
+                            return;
+                        }
+                    }
+                }));
+            }
+            for t in tasks {
+                let _ = t.await;
+            }
+            updates.push(N as f64 / t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            let mut bytes = 0;
+            for i in 0..N {
+                bytes += store.get(&key(i)).map_or(0, |o| o.json().len());
+            }
+            std::hint::black_box(bytes);
+            reads.push(N as f64 / t.elapsed().as_secs_f64());
+        }
+        println!(
+            "pack: {N} BundleDeployments held {what}: updates/s at 64 writers median {:.0}, \
+             get + JSON median {:.0}/s",
+            median(updates),
+            median(reads)
+        );
+    }
 }
 
 fn main() {
@@ -372,6 +481,9 @@ fn main() {
         }
         if !skipped("watch") {
             bench_watch(runs).await;
+        }
+        if !skipped("pack") {
+            bench_pack(runs).await;
         }
         if !skipped("rss") {
             bench_rss(env_usize("STORE_BENCH_RSS_OBJECTS", 1_000_000)).await;
