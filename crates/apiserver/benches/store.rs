@@ -367,7 +367,12 @@ async fn bench_rss(objects: usize) {
 /// A BundleDeployment as the manager stores it (labels, managedFields, status), about 2.7 KiB,
 /// differing from its siblings in names, uids and hashes as a fleet's do.
 fn bundle_deployment(i: usize, commit: &str) -> Value {
-    let h = |salt: u64| format!("{:016x}", (i as u64 ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let h = |salt: u64| {
+        format!(
+            "{:016x}",
+            (i as u64 ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        )
+    };
     let cluster = format!("cluster-{}", &h(1)[..12]);
     let bundle = format!("bench-b{}", i % 10);
     let content = format!("s-{}{}{}", h(2), h(3), h(4));
@@ -375,8 +380,10 @@ fn bundle_deployment(i: usize, commit: &str) -> Value {
     let fields = json!({"f:metadata": {"f:labels": {"f:fleet.cattle.io/bundle-name": {},
         "f:fleet.cattle.io/cluster": {}, "f:fleet.cattle.io/commit": {}}},
         "f:spec": {"f:deploymentID": {}, "f:options": {"f:defaultNamespace": {}, "f:helm": {}}}});
-    let cond = |t: &str| json!({"type": t, "status": "True",
-        "lastUpdateTime": "2026-11-27T06:49:12Z", "lastTransitionTime": "2026-11-27T06:49:12Z"});
+    let cond = |t: &str| {
+        json!({"type": t, "status": "True",
+        "lastUpdateTime": "2026-11-27T06:49:12Z", "lastTransitionTime": "2026-11-27T06:49:12Z"})
+    };
     json!({
         "apiVersion": "fleet.cattle.io/v1alpha1", "kind": "BundleDeployment",
         "metadata": {
@@ -415,7 +422,11 @@ async fn bench_pack(runs: usize) {
             };
             let key = |i: usize| format!("/fleet.cattle.io/bundledeployments/ns/bd-{i:06}");
             for i in 0..N {
-                if store.create(&key(i), bundle_deployment(i, "c1")).await.is_err() {
+                if store
+                    .create(&key(i), bundle_deployment(i, "c1"))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }

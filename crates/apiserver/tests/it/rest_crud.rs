@@ -730,13 +730,16 @@ async fn a_packed_store_serves_the_json_it_was_given() {
     }
     let (code, list) = call(&r, "GET", "/api/v1/namespaces/default/configmaps", None, "").await;
     assert_eq!(code, 200);
-    let items = list["items"].as_array().expect("items");
-    assert_eq!(items.len(), written.len());
-    for item in items {
-        let name = item["metadata"]["name"].as_str().expect("name");
-        let want: serde_json::Value = serde_json::from_slice(&written[name]).expect("JSON");
-        assert_eq!(item, &want, "LIST {name}");
-    }
+    // Every object read back, parsed, equals the one written.
+    let all_as_written = |objs: &[serde_json::Value], how: &str| {
+        assert_eq!(objs.len(), written.len(), "{how}");
+        for o in objs {
+            let name = o["metadata"]["name"].as_str().expect("name");
+            let want: serde_json::Value = serde_json::from_slice(&written[name]).expect("JSON");
+            assert_eq!(o, &want, "{how} {name}");
+        }
+    };
+    all_as_written(list["items"].as_array().expect("items"), "LIST");
     let (code, stream) = raw(
         &r,
         "GET",
@@ -753,12 +756,7 @@ async fn a_packed_store_serves_the_json_it_was_given() {
         .filter(|e| e["type"] == "ADDED")
         .map(|e| e["object"].clone())
         .collect();
-    assert_eq!(added.len(), written.len());
-    for o in &added {
-        let name = o["metadata"]["name"].as_str().expect("name");
-        let want: serde_json::Value = serde_json::from_slice(&written[name]).expect("JSON");
-        assert_eq!(o, &want, "watch {name}");
-    }
+    all_as_written(&added, "watch");
     let (code, patched) = call(
         &r,
         "PATCH",
