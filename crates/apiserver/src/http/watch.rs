@@ -67,8 +67,8 @@ fn stream_response(body: Body) -> Response {
 struct State {
     info: Arc<ResourceInfo>,
     sel: Selectors,
-    /// Objects (stored JSON) still to send as synthetic ADDED events.
-    /// The initial state's objects, unpacked one by one as they are sent.
+    /// Objects still to send as synthetic ADDED events (their JSON is unpacked one by one as
+    /// they are sent, not all up front).
     initial: VecDeque<Obj>,
     initial_end: Option<Rev>,
     watch: Option<Watch>,

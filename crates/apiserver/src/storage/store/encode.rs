@@ -111,19 +111,26 @@ impl Encoded {
     /// allocator's next size class (up to 256 bytes more per object at 1.5 KiB); a `Bytes` made
     /// from a `Vec` with spare capacity also costs an extra allocation.
     fn spliced(&self, rev: Rev) -> Vec<u8> {
-        let mut digits = [0u8; 24];
-        let n = {
-            let mut cur = std::io::Cursor::new(&mut digits[..]);
-            let _ = write!(cur, "{rev}");
-            usize::try_from(cur.position()).unwrap_or(0)
-        };
+        let mut buf = [0u8; 24];
+        let digits = rev_digits(rev, &mut buf);
         let (head, tail) = self.json.split_at(self.rv_at.min(self.json.len()));
-        let mut json = Vec::with_capacity(self.json.len() + n);
+        let mut json = Vec::with_capacity(self.json.len() + digits.len());
         json.extend_from_slice(head);
-        json.extend_from_slice(digits.get(..n).unwrap_or_default());
+        json.extend_from_slice(digits);
         json.extend_from_slice(tail);
         json
     }
+}
+
+/// The decimal digits of `rev`, written into `buf` (no allocation: every write and every read
+/// of a packed object splices them).
+pub(crate) fn rev_digits(rev: Rev, buf: &mut [u8; 24]) -> &[u8] {
+    let n = {
+        let mut cur = std::io::Cursor::new(&mut buf[..]);
+        let _ = write!(cur, "{rev}");
+        usize::try_from(cur.position()).unwrap_or(0)
+    };
+    buf.get(..n).unwrap_or_default()
 }
 
 /// Writes one member's value (given its key) into the output.

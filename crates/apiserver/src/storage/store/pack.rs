@@ -74,9 +74,23 @@ impl Packed {
     /// The JSON with `rev` spliced in, in an allocation of exactly its length (a `Bytes` made
     /// from it allocates nothing more).
     pub(crate) fn unpack(&self, rev: Rev) -> Result<Vec<u8>, String> {
-        let digits = rev.to_string();
+        let mut buf = [0u8; 24];
+        let digits = super::encode::rev_digits(rev, &mut buf);
+        let mut out = self.decompress(digits.len())?;
+        let (len, at) = (self.len as usize, self.rv_at as usize);
+        out.resize(len + digits.len(), 0);
+        out.copy_within(at..len, at + digits.len());
+        if let Some(hole) = out.get_mut(at..at + digits.len()) {
+            hole.copy_from_slice(digits);
+        }
+        Ok(out)
+    }
+
+    /// The JSON as packed (its resourceVersion empty), in a buffer with room for `extra` more
+    /// bytes.
+    fn decompress(&self, extra: usize) -> Result<Vec<u8>, String> {
         let len = self.len as usize;
-        let mut out = Vec::with_capacity(len + digits.len());
+        let mut out = Vec::with_capacity(len + extra);
         DCTX.with(|d| {
             d.borrow_mut()
                 .decompress_using_ddict(&mut out, &self.z, &self.dict.ddict)
@@ -88,11 +102,6 @@ impl Packed {
                 "unpacked {} bytes, expected {len} (resourceVersion at {at})",
                 out.len()
             ));
-        }
-        out.resize(len + digits.len(), 0);
-        out.copy_within(at..len, at + digits.len());
-        if let Some(hole) = out.get_mut(at..at + digits.len()) {
-            hole.copy_from_slice(digits.as_bytes());
         }
         Ok(out)
     }
@@ -218,13 +227,7 @@ fn pack_with(cur: &Current, json: &[u8], rv_at: usize) -> Option<Packed> {
 /// The JSON of `obj` with its resourceVersion's digits taken out, and where they were.
 fn with_hole(obj: &Obj) -> Option<(Vec<u8>, usize)> {
     if let Some(p) = obj.packed() {
-        let mut raw = Vec::with_capacity(p.len as usize);
-        DCTX.with(|d| {
-            d.borrow_mut()
-                .decompress_using_ddict(&mut raw, &p.z, &p.dict.ddict)
-        })
-        .ok()?;
-        return Some((raw, p.rv_at as usize));
+        return Some((p.decompress(0).ok()?, p.rv_at as usize));
     }
     let json = obj.json();
     let needle = format!("\"resourceVersion\":\"{}\"", obj.rev);
