@@ -42,7 +42,7 @@ pub(super) async fn run_credential_expiry(ctx: Arc<Ctx>) {
         secrets,
         watcher::Config::default().labels(&format!("{MANAGED_LABEL}=true")),
         |s: &mut Secret| {
-            crate::context::strip_cached(s);
+            super::keep_identity(&mut s.metadata);
             s.data = None;
             s.string_data = None;
         },
@@ -77,10 +77,21 @@ async fn expire_credential(s: Arc<Secret>, ctx: Arc<Ctx>) -> Result<Action, Erro
 pub(super) async fn run_revocation(ctx: Arc<Ctx>) {
     let accounts: Api<ServiceAccount> = Api::all(ctx.client.clone());
     let requests: Api<ClusterRegistration> = Api::all(ctx.client.clone());
+    // Only the registration annotations are read.
     super::slim_controller(
         accounts,
         watcher::Config::default().labels(&format!("{MANAGED_LABEL}=true")),
-        crate::context::strip_cached,
+        |sa: &mut ServiceAccount| {
+            let mut annotations = sa.metadata.annotations.take().unwrap_or_default();
+            annotations.retain(|k, _| {
+                k == CLUSTER_REGISTRATION_ANNOTATION
+                    || k == CLUSTER_REGISTRATION_NAMESPACE_ANNOTATION
+            });
+            super::keep_identity(&mut sa.metadata);
+            sa.metadata.annotations = Some(annotations);
+            sa.secrets = None;
+            sa.image_pull_secrets = None;
+        },
     )
     .watches(
         requests,

@@ -38,6 +38,14 @@ pub(super) async fn run(ctx: Arc<Ctx>) {
         .default_backoff()
         .modify(|c: &mut Cluster| {
             c.metadata.managed_fields = None;
+            // Not imported by the manager: reconcile returns at once, and only the Cluster's
+            // identity needs to stay cached.
+            if c.spec.kube_config_secret.is_empty() {
+                super::keep_identity(&mut c.metadata);
+                c.spec = Default::default();
+                c.status = None;
+                return;
+            }
             if let Some(s) = c.status.as_mut() {
                 *s = fleet_api::ClusterStatus {
                     agent_deployed_generation: s.agent_deployed_generation,

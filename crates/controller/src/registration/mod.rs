@@ -139,6 +139,24 @@ where
     kube::runtime::Controller::for_stream(stream, reader)
 }
 
+/// Keeps of a cached object's metadata only what the registration controllers read of an object
+/// they have no more work for: its identity (the cache's key, the calls a reconcile makes), its
+/// age (which of a client's registrations is older) and whether it is being deleted. These
+/// caches hold several objects per registered cluster for as long as the manager runs; their
+/// labels, annotations and owner references were most of each (10 KB per cluster in all at
+/// 3,000 clusters).
+pub(crate) fn keep_identity(meta: &mut kube::api::ObjectMeta) {
+    *meta = kube::api::ObjectMeta {
+        name: meta.name.take(),
+        namespace: meta.namespace.take(),
+        uid: meta.uid.take(),
+        resource_version: meta.resource_version.take(),
+        creation_timestamp: meta.creation_timestamp.take(),
+        deletion_timestamp: meta.deletion_timestamp.take(),
+        ..Default::default()
+    };
+}
+
 /// Current time as a Kubernetes timestamp.
 pub(crate) fn now() -> jiff::Timestamp {
     jiff::Timestamp::now()

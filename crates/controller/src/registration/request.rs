@@ -38,11 +38,15 @@ pub(super) async fn run(ctx: Arc<Ctx>) {
     ctx.clusters.ready().await;
     let requests: Api<ClusterRegistration> = Api::all(ctx.client.clone());
     let secrets: Api<Secret> = Api::all(ctx.client.clone());
-    let controller = super::slim_controller(
-        requests,
-        watcher::Config::default(),
-        crate::context::strip_cached,
-    );
+    // A granted registration is only read to find a client's older ones (its client ID and
+    // random, uid, age) and to delete its credential.
+    let controller = super::slim_controller(requests, watcher::Config::default(), |r| {
+        crate::context::strip_cached(r);
+        if r.status.as_ref().is_some_and(|s| s.granted) {
+            super::keep_identity(&mut r.metadata);
+            r.spec.cluster_labels = BTreeMap::new();
+        }
+    });
     let _ = ctx.requests.set(controller.store());
     controller
         // The agent ServiceAccount's token Secret wakes its registration once it is filled in.
