@@ -1,16 +1,84 @@
 //! An object's `metadata.labels` as the store keeps them beside its JSON, for label selectors:
-//! one packed allocation per distinct set. A `BTreeMap<String, String>` of a BundleDeployment's
-//! eight labels took about 1.5 KB in 17 allocations; packed it is one of about 0.5 KB, which at
-//! 100,000 BundleDeployments is 100 MB of the manager's memory.
+//! one array of shared pairs per set. A `BTreeMap<String, String>` of a BundleDeployment's eight
+//! labels took about 1.5 KB in 17 allocations, and one packed buffer of them about 0.4 KB. Yet a
+//! fleet repeats the same pairs over and over (every BundleDeployment of a cluster carries its
+//! cluster's name and namespace, every one of a bundle its bundle's name and commit), so each
+//! distinct `key=value` is kept once, for every set that holds it: a BundleDeployment's set is then
+//! 16 bytes a label, 40 MB less for the manager at 100,000 BundleDeployments.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
-/// Label pairs in key order, each as `key length, key, value length, value` (lengths as 4 bytes
-/// little-endian) in one buffer. Built only from maps, so keys are unique and sorted.
+use parking_lot::Mutex;
+
+/// Label pairs in key order, each shared with every other set holding the same pair. Built only
+/// from maps or parsed JSON objects, so keys are unique and sorted.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct Labels {
-    packed: Box<[u8]>,
+    pairs: Box<[Pair]>,
+}
+
+/// One `key=value`: the key's length (4 bytes, little-endian), the key, the value.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Pair(Arc<[u8]>);
+
+impl Pair {
+    fn key(&self) -> &[u8] {
+        split_field(&self.0).map_or(&[][..], |(k, _)| k)
+    }
+
+    fn split(&self) -> (&str, &str) {
+        let (k, v) = split_field(&self.0).unwrap_or((&[], &[]));
+        // Written from `&str`s only; a failure here would be a bug, and reads as empty.
+        (
+            std::str::from_utf8(k).unwrap_or_default(),
+            std::str::from_utf8(v).unwrap_or_default(),
+        )
+    }
+}
+
+/// Every pair some set holds (and, until the next sweep, some no set holds any more).
+struct PairTable {
+    pairs: HashSet<Arc<[u8]>>,
+    /// Size at which unused pairs are swept out next: twice the pairs in use after the last
+    /// sweep, so sweeping stays amortised O(1) per pair interned.
+    sweep_at: usize,
+    /// Sweeps never run below this many pairs.
+    sweep_min: usize,
+}
+
+/// Sweeps never run below this many pairs in the process's table.
+const PAIR_SWEEP_MIN: usize = 4096;
+
+fn pair_table() -> &'static Mutex<PairTable> {
+    static TABLE: OnceLock<Mutex<PairTable>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        Mutex::new(PairTable {
+            pairs: HashSet::new(),
+            sweep_at: PAIR_SWEEP_MIN,
+            sweep_min: PAIR_SWEEP_MIN,
+        })
+    })
+}
+
+impl PairTable {
+    fn intern(&mut self, key: &str, value: &str, buf: &mut Vec<u8>) -> Pair {
+        buf.clear();
+        buf.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_le_bytes());
+        buf.extend_from_slice(key.as_bytes());
+        buf.extend_from_slice(value.as_bytes());
+        if let Some(shared) = self.pairs.get(buf.as_slice()) {
+            return Pair(shared.clone());
+        }
+        if self.pairs.len() >= self.sweep_at {
+            self.pairs.retain(|p| Arc::strong_count(p) > 1);
+            self.sweep_at = (self.pairs.len() * 2).max(self.sweep_min);
+        }
+        let shared: Arc<[u8]> = Arc::from(buf.as_slice());
+        self.pairs.insert(shared.clone());
+        Pair(shared)
+    }
 }
 
 impl Labels {
@@ -24,39 +92,34 @@ impl Labels {
     /// expected to be unique, as in any JSON object or map; of repeated ones the first is kept.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Labels {
         let mut pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
+        if pairs.is_empty() {
+            return Labels::default();
+        }
         pairs.sort_by_key(|&(k, _)| k);
         pairs.dedup_by_key(|&mut (k, _)| k);
-        let size = pairs.iter().map(|(k, v)| 8 + k.len() + v.len()).sum();
-        let mut packed = Vec::with_capacity(size);
-        for (k, v) in pairs {
-            for s in [k, v] {
-                packed.extend_from_slice(&u32::try_from(s.len()).unwrap_or(u32::MAX).to_le_bytes());
-                packed.extend_from_slice(s.as_bytes());
-            }
-        }
-        Labels {
-            packed: packed.into_boxed_slice(),
-        }
+        let mut buf = Vec::new();
+        let mut table = pair_table().lock();
+        let pairs = pairs
+            .into_iter()
+            .map(|(k, v)| table.intern(k, v, &mut buf))
+            .collect();
+        Labels { pairs }
     }
 
     /// The pairs, in key order.
     pub fn iter(&self) -> Iter<'_> {
-        Iter { rest: &self.packed }
+        Iter {
+            pairs: self.pairs.iter(),
+        }
     }
 
     /// The value of label `key`. Label selectors call this for every object a list or watch
     /// considers, so it compares raw bytes and decodes only the value it returns.
     pub fn get(&self, key: &str) -> Option<&str> {
-        let mut rest: &[u8] = &self.packed;
-        while !rest.is_empty() {
-            let (k, after_k) = split_field(rest)?;
-            let (v, after_v) = split_field(after_k)?;
-            if k == key.as_bytes() {
-                return std::str::from_utf8(v).ok();
-            }
-            rest = after_v;
-        }
-        None
+        self.pairs
+            .iter()
+            .find(|p| p.key() == key.as_bytes())
+            .map(|p| p.split().1)
     }
 
     /// Whether label `key` is set.
@@ -66,12 +129,12 @@ impl Labels {
 
     /// How many labels there are.
     pub fn len(&self) -> usize {
-        self.iter().count()
+        self.pairs.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.packed.is_empty()
+        self.pairs.is_empty()
     }
 
     /// The pairs as a map (tests and callers that need one).
@@ -90,32 +153,21 @@ impl fmt::Debug for Labels {
 
 /// The pairs of a [`Labels`].
 pub struct Iter<'a> {
-    rest: &'a [u8],
+    pairs: std::slice::Iter<'a, Pair>,
 }
 
-/// One length-prefixed field of a packed buffer and what follows it.
+/// One length-prefixed field of a pair and what follows it.
 fn split_field(buf: &[u8]) -> Option<(&[u8], &[u8])> {
     let (len, rest) = buf.split_first_chunk::<4>()?;
     let len = usize::try_from(u32::from_le_bytes(*len)).ok()?;
     rest.split_at_checked(len)
 }
 
-impl<'a> Iter<'a> {
-    fn take_str(&mut self) -> Option<&'a str> {
-        let (s, rest) = split_field(self.rest)?;
-        self.rest = rest;
-        // Written from `String`s only; a failure here would be a bug, and reads as an end.
-        std::str::from_utf8(s).ok()
-    }
-}
-
 impl<'a> Iterator for Iter<'a> {
     type Item = (&'a str, &'a str);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let k = self.take_str()?;
-        let v = self.take_str()?;
-        Some((k, v))
+        self.pairs.next().map(Pair::split)
     }
 }
 
@@ -149,18 +201,49 @@ mod tests {
     }
 
     #[test]
-    fn one_allocation_of_the_text_and_lengths() {
-        let map = BTreeMap::from([
-            ("app".to_string(), "web".to_string()),
-            ("tier".to_string(), String::new()),
-        ]);
-        let l = Labels::from_map(&map);
+    fn sets_share_their_common_pairs() {
+        let a = Labels::from_pairs([("app", "web"), ("tier", ""), ("pod", "web-1")]);
+        let b = Labels::from_pairs([("pod", "web-2"), ("app", "web"), ("tier", "")]);
         assert_eq!(
-            l.packed.len(),
-            4 * 4 + "app".len() + "web".len() + "tier".len()
+            format!("{a:?}"),
+            r#"{"app": "web", "pod": "web-1", "tier": ""}"#
         );
-        assert_eq!(format!("{l:?}"), r#"{"app": "web", "tier": ""}"#);
-        assert_eq!(l.get("tier"), Some(""));
-        assert_eq!(l.get("ap"), None);
+        assert_eq!(a.get("tier"), Some(""));
+        assert_eq!(a.get("ap"), None);
+        assert_eq!(a.get("web"), None, "values are not keys");
+        assert!(
+            Arc::ptr_eq(&a.pairs[0].0, &b.pairs[0].0),
+            "app=web kept once"
+        );
+        assert!(Arc::ptr_eq(&a.pairs[2].0, &b.pairs[2].0), "tier= kept once");
+        assert!(!Arc::ptr_eq(&a.pairs[1].0, &b.pairs[1].0));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn pairs_no_set_holds_are_swept() {
+        let mut t = PairTable {
+            pairs: HashSet::new(),
+            sweep_at: 8,
+            sweep_min: 8,
+        };
+        let mut buf = Vec::new();
+        let kept: Vec<Pair> = (0..4)
+            .map(|i| t.intern("k", &i.to_string(), &mut buf))
+            .collect();
+        for i in 4..100 {
+            drop(t.intern("k", &i.to_string(), &mut buf));
+        }
+        assert!(t.pairs.len() <= 16, "{} pairs left", t.pairs.len());
+        for (i, p) in kept.iter().enumerate() {
+            assert!(Arc::ptr_eq(
+                &t.intern("k", &i.to_string(), &mut buf).0,
+                &p.0
+            ));
+        }
+        // A key that is a prefix of another's bytes is still its own pair.
+        let ab = t.intern("a", "b", &mut buf);
+        let a_b = t.intern("ab", "", &mut buf);
+        assert_eq!((ab.split(), a_b.split()), (("a", "b"), ("ab", "")));
     }
 }
