@@ -312,14 +312,22 @@ fn train_on(map: &imbl::OrdMap<Arc<str>, Obj>) -> Result<Current, String> {
 
 /// Packs every stored object not yet packed with `cur`, swapping each in only if its key still
 /// holds the same revision (a write since the snapshot has packed its own value).
+///
+/// Each chunk reads a snapshot of its own, taken after the previous chunk was swapped in: one
+/// snapshot held for the whole pass kept every object it replaced alive until the end, so the
+/// store was held twice over at the peak (a retrain at 10,000 clusters re-packs ~200,000 objects).
 fn repack(shared: &std::sync::Weak<super::Shared>, cur: &Arc<Current>) {
-    let Some(snapshot) = shared.upgrade().map(|s| s.state.read().map.clone()) else {
-        return;
-    };
+    use std::ops::Bound;
     let mut chunk: Vec<(Arc<str>, Obj)> = Vec::with_capacity(REPACK_CHUNK);
-    let mut pending = snapshot.iter().peekable();
-    while pending.peek().is_some() {
-        for (key, obj) in pending.by_ref() {
+    let mut after: Option<Arc<str>> = None;
+    loop {
+        let Some(snapshot) = shared.upgrade().map(|s| s.state.read().map.clone()) else {
+            return;
+        };
+        let from = after.take().map_or(Bound::Unbounded, Bound::Excluded);
+        let mut end = true;
+        for (key, obj) in snapshot.range((from, Bound::Unbounded)) {
+            after = Some(key.clone());
             if obj.packed().is_some_and(|p| p.packed_with(&cur.dict)) {
                 continue;
             }
@@ -331,9 +339,11 @@ fn repack(shared: &std::sync::Weak<super::Shared>, cur: &Arc<Current>) {
             };
             chunk.push((key.clone(), obj.with_packed(p)));
             if chunk.len() >= REPACK_CHUNK {
+                end = false;
                 break;
             }
         }
+        drop(snapshot);
         let Some(s) = shared.upgrade() else {
             return;
         };
@@ -342,6 +352,9 @@ fn repack(shared: &std::sync::Weak<super::Shared>, cur: &Arc<Current>) {
             if st.map.get(&key).is_some_and(|o| o.rev == obj.rev) {
                 st.map.insert(key, obj);
             }
+        }
+        if end {
+            return;
         }
     }
 }
@@ -393,6 +406,26 @@ pub(crate) mod tests {
     }
 
     /// Waits until every stored object is packed with the current dictionary (or `deadline`).
+    #[tokio::test]
+    async fn a_repack_of_many_chunks_packs_every_object_once() {
+        let store = Store::open(StoreConfig {
+            pack_from: Some(4 * REPACK_CHUNK),
+            ..StoreConfig::in_memory()
+        })
+        .expect("store");
+        let mut want = BTreeMap::new();
+        for i in 0..(4 * REPACK_CHUNK + 7) {
+            let o = store.create(&key(i), bd(i, "c1")).await.expect("create");
+            want.insert(key(i), o.json());
+        }
+        wait_packed(&store, "after a repack of five chunks");
+        let (packed, all) = store.packed_count();
+        assert_eq!((packed, all), (want.len(), want.len()));
+        for (k, j) in &want {
+            assert_eq!(store.get(k).expect("present").json(), *j, "{k}");
+        }
+    }
+
     fn wait_packed(store: &Store, why: &str) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
