@@ -29,10 +29,10 @@ pub struct AgentArgs {
 /// error if another replica takes the Lease over (a supervisor restarts it as a standby).
 pub fn run(a: AgentArgs) -> anyhow::Result<()> {
     let timings = a.election.timings()?;
-    crate::allocator::agent_process();
+    allocator::agent_process();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .on_thread_start(crate::allocator::agent_thread)
+        .on_thread_start(allocator::agent_thread)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
@@ -84,5 +84,56 @@ async fn terminate() {
             s.recv().await;
         }
         Err(_) => std::future::pending().await,
+    }
+}
+
+/// jemalloc as an idle agent needs it, set in this process only (`fleet server`, whose write
+/// path allocates per request, keeps jemalloc's defaults). An agent allocates in short bursts
+/// (a deploy, a relist) and then sits idle for minutes, and jemalloc's defaults are made for the
+/// opposite: pages freed by a burst are kept dirty for reuse and returned only by later
+/// allocation activity that an idle process never has, every thread gets an arena of its own,
+/// and each thread's cache keeps freed objects. Idle with 50 BundleDeployments (`cargo bench -p
+/// fleet-cli --bench agent`): 5.1 MiB of anonymous memory with the defaults, 3.0 MiB with
+/// freed pages returned at once, one arena and no thread caches (the first alone 4.1, the
+/// second alone 4.4, both 3.5). A background purging thread instead: 4.7.
+mod allocator {
+    use std::ffi::{CStr, c_void};
+
+    /// Sets one mallctl value; a name this jemalloc does not know is ignored (the settings
+    /// save memory, nothing depends on them).
+    fn set<T: Copy>(name: &CStr, value: T) {
+        let mut value = value;
+        // SAFETY: `name` is NUL-terminated, `value` is a live `T` of the size passed, and each
+        // name below takes a value of exactly that type (ssize_t, unsigned, bool).
+        let _ = unsafe {
+            tikv_jemalloc_sys::mallctl(
+                name.as_ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                (&raw mut value).cast::<c_void>(),
+                size_of::<T>(),
+            )
+        };
+    }
+
+    /// Freed pages go back to the system at once (dirty and muzzy decay 0) in arena 0, which
+    /// every thread of the agent uses, and in any arena made later; the calling (main) thread
+    /// gets the per-thread settings too.
+    pub fn agent_process() {
+        for name in [
+            c"arenas.dirty_decay_ms",
+            c"arenas.muzzy_decay_ms",
+            c"arena.0.dirty_decay_ms",
+            c"arena.0.muzzy_decay_ms",
+        ] {
+            set::<isize>(name, 0);
+        }
+        agent_thread();
+    }
+
+    /// Per thread (the runtime's `on_thread_start`): arena 0 and no thread cache.
+    pub fn agent_thread() {
+        set::<u32>(c"thread.arena", 0);
+        set::<bool>(c"thread.tcache.enabled", false);
     }
 }

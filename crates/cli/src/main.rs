@@ -6,7 +6,6 @@ use clap::{Parser, Subcommand};
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod agent_cmd;
-mod allocator;
 mod apply_cmd;
 mod bench;
 mod controller_cmd;

@@ -48,7 +48,6 @@ pub struct ServerArgs {
 
 /// Runs the server until SIGTERM/SIGINT.
 pub fn run(args: ServerArgs) -> anyhow::Result<()> {
-    crate::allocator::server_process();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
