@@ -4,7 +4,7 @@
 //! fleet repeats the same pairs over and over (every BundleDeployment of a cluster carries its
 //! cluster's name and namespace, every one of a bundle its bundle's name and commit), so each
 //! distinct `key=value` is kept once, for every set that holds it: a BundleDeployment's set is then
-//! 16 bytes a label, 40 MB less for the manager at 100,000 BundleDeployments.
+//! 16 bytes a label, about 0.27 KB less per BundleDeployment (from the sizes; not measured apart).
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
