@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use fleet_api::keys::CLUSTER_MANAGEMENT_LABEL;
 use fleet_api::{Cluster, ClusterRegistrationToken, ClusterRegistrationTokenSpec};
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{ObjectMeta, Patch};
@@ -30,29 +30,14 @@ const DEFAULT_AGENT_NAMESPACE: &str = "cattle-fleet-system";
 
 pub(super) async fn run(ctx: Arc<Ctx>) {
     let clusters: Api<Cluster> = Api::all(ctx.client.clone());
-    // Cached as reconcile reads them: without managedFields and with only the status field it
-    // reads. Whole Clusters (their managedFields and BundleDeployment summaries) were 8–14 MiB
-    // per 1,000 clusters of a controller's memory.
+    // Only Clusters the manager imports are cached, as reconcile reads them: without
+    // managedFields and with only the status field it reads. Whole Clusters (their managedFields
+    // and BundleDeployment summaries) were 8–14 MiB per 1,000 clusters of a controller's memory,
+    // and even an identity-only copy of each agent-registered Cluster about 2 KB per cluster.
     let (reader, writer) = reflector::store();
     let stream = watcher(clusters, watcher::Config::default())
         .default_backoff()
-        .modify(|c: &mut Cluster| {
-            c.metadata.managed_fields = None;
-            // Not imported by the manager: reconcile returns at once, and only the Cluster's
-            // identity needs to stay cached.
-            if c.spec.kube_config_secret.is_empty() {
-                super::keep_identity(&mut c.metadata);
-                c.spec = Default::default();
-                c.status = None;
-                return;
-            }
-            if let Some(s) = c.status.as_mut() {
-                *s = fleet_api::ClusterStatus {
-                    agent_deployed_generation: s.agent_deployed_generation,
-                    ..Default::default()
-                };
-            }
-        })
+        .map_ok(only_imported)
         .reflect(writer)
         .applied_objects();
     Controller::for_stream(stream, reader)
@@ -70,6 +55,34 @@ pub(super) async fn run(ctx: Arc<Ctx>) {
             }
         })
         .await;
+}
+
+/// Whether the manager imports `c` (it names a kubeconfig Secret).
+fn is_imported(c: &Cluster) -> bool {
+    !c.spec.kube_config_secret.is_empty()
+}
+
+/// A watch event as the import cache takes it: an imported Cluster without managedFields and
+/// with only the status field reconcile reads; any other Cluster as a deletion, so it leaves
+/// the cache if it was there (its `kubeConfigSecret` was cleared) and never enters it.
+fn only_imported(ev: watcher::Event<Cluster>) -> watcher::Event<Cluster> {
+    use watcher::Event;
+    let slim = |mut c: Cluster| {
+        c.metadata.managed_fields = None;
+        if let Some(s) = c.status.as_mut() {
+            *s = fleet_api::ClusterStatus {
+                agent_deployed_generation: s.agent_deployed_generation,
+                ..Default::default()
+            };
+        }
+        c
+    };
+    match ev {
+        Event::Apply(c) | Event::InitApply(c) if !is_imported(&c) => Event::Delete(c),
+        Event::Apply(c) => Event::Apply(slim(c)),
+        Event::InitApply(c) => Event::InitApply(slim(c)),
+        other => other,
+    }
 }
 
 fn bytes(s: &str) -> ByteString {
@@ -229,4 +242,48 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         .await?;
     tracing::info!(cluster = %name, namespace = %ns, "imported: bootstrap written to the cluster");
     Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use watcher::Event;
+
+    fn cluster(name: &str, kubeconfig: &str) -> Cluster {
+        let mut c = Cluster::new(name, Default::default());
+        c.metadata.namespace = Some("fleet-default".into());
+        c.spec.kube_config_secret = kubeconfig.into();
+        c.status = Some(fleet_api::ClusterStatus {
+            agent_deployed_generation: Some(3),
+            namespace: "cluster-fleet-default-x".into(),
+            ..Default::default()
+        });
+        c
+    }
+
+    #[test]
+    fn only_imported_clusters_enter_the_cache() {
+        // An agent-registered Cluster is a deletion, whether listed or changed.
+        for ev in [
+            Event::Apply(cluster("agent", "")),
+            Event::InitApply(cluster("agent", "")),
+        ] {
+            assert!(
+                matches!(only_imported(ev), Event::Delete(c) if c.name_any() == "agent"),
+                "a Cluster without kubeConfigSecret must leave the cache"
+            );
+        }
+        // An imported one stays, with only the status field reconcile reads.
+        let Event::Apply(c) = only_imported(Event::Apply(cluster("imported", "kc"))) else {
+            panic!("an imported Cluster must stay an Apply");
+        };
+        let status = c.status.unwrap_or_default();
+        assert_eq!(status.agent_deployed_generation, Some(3));
+        assert!(status.namespace.is_empty());
+        assert!(matches!(
+            only_imported(Event::InitApply(cluster("imported", "kc"))),
+            Event::InitApply(_)
+        ));
+        assert!(matches!(only_imported(Event::InitDone), Event::InitDone));
+    }
 }
