@@ -307,11 +307,50 @@ struct ClusterRoleEntry {
     effective: Arc<[PolicyRule]>,
 }
 
+/// A set of binding names, in byte order, as a sorted list.
+///
+/// Why not a `BTreeSet<String>`: almost every set in the indexes holds one name (a manager has a
+/// few bindings per registered cluster, each for its own subject, object or Role), and a
+/// one-element `BTreeSet` allocates a whole node (~300 bytes) besides the name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct NameSet(Vec<Box<str>>);
+
+impl NameSet {
+    fn insert(&mut self, name: &str) {
+        if let Err(at) = self.0.binary_search_by(|n| (**n).cmp(name)) {
+            self.0.insert(at, name.into());
+        }
+    }
+
+    fn remove(&mut self, name: &str) {
+        if let Ok(at) = self.0.binary_search_by(|n| (**n).cmp(name)) {
+            self.0.remove(at);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|n| &**n)
+    }
+}
+
+impl<'a> IntoIterator for &'a NameSet {
+    type Item = &'a str;
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, Box<str>>, fn(&'a Box<str>) -> &'a str>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|n| &**n)
+    }
+}
+
 /// Binding names per subject, split by subject kind so lookups borrow `&str` without allocating.
 #[derive(Clone, Debug, Default)]
 struct SubjectIndex {
-    users: HashMap<String, BTreeSet<String>>,
-    groups: HashMap<String, BTreeSet<String>>,
+    users: HashMap<String, NameSet>,
+    groups: HashMap<String, NameSet>,
 }
 
 impl SubjectIndex {
@@ -320,9 +359,7 @@ impl SubjectIndex {
             Subject::User(u) => (&mut self.users, u),
             Subject::Group(g) => (&mut self.groups, g),
         };
-        map.entry(key.clone())
-            .or_default()
-            .insert(binding.to_string());
+        map.entry(key.clone()).or_default().insert(binding);
     }
 
     fn remove(&mut self, subject: &Subject, binding: &str) {
@@ -385,9 +422,9 @@ pub struct Authorizer {
     /// Why: registration gives one shared service account a Role and RoleBinding per cluster,
     /// each granting `get` on one Secret; through the subject index every credential poll would
     /// walk all of them, which made registering N clusters cost O(N²).
-    named: HashMap<String, HashMap<String, BTreeSet<String>>>,
+    named: HashMap<String, HashMap<String, NameSet>>,
     /// Per namespace, Role name -> the RoleBindings referring to it, re-indexed when it changes.
-    role_refs: HashMap<String, HashMap<String, BTreeSet<String>>>,
+    role_refs: HashMap<String, HashMap<String, NameSet>>,
 }
 
 /// Rule lists, interned process-wide.
@@ -819,7 +856,7 @@ impl Authorizer {
                             .or_default()
                             .entry(b.role_name.clone())
                             .or_default()
-                            .insert(p.name.clone());
+                            .insert(&p.name);
                     }
                     self.role_bindings
                         .entry(p.namespace.clone())
@@ -909,7 +946,7 @@ impl Authorizer {
             Some(objects) if !objects.is_empty() => {
                 let idx = self.named.entry(namespace.to_string()).or_default();
                 for o in objects.iter() {
-                    idx.entry(o.clone()).or_default().insert(name.to_string());
+                    idx.entry(o.clone()).or_default().insert(name);
                 }
             }
             Some(_) => {}
@@ -972,7 +1009,7 @@ impl Authorizer {
         let Some(bindings) = self.role_refs.get(namespace).and_then(|m| m.get(role)) else {
             return;
         };
-        let bindings: Vec<String> = bindings.iter().cloned().collect();
+        let bindings: Vec<String> = bindings.iter().map(str::to_string).collect();
         for b in &bindings {
             self.unindex_role_binding(namespace, b);
             self.index_role_binding(namespace, b);
@@ -1361,5 +1398,37 @@ impl Authorizer {
     pub fn binding_count(&self) -> usize {
         self.cluster_role_bindings.len()
             + self.role_bindings.values().map(HashMap::len).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NameSet;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    proptest! {
+        /// Any sequence of inserts and removes leaves a `NameSet` holding what a `BTreeSet`
+        /// would, in the same order.
+        #[test]
+        fn a_name_set_answers_as_a_btree_set(
+            ops in proptest::collection::vec((any::<bool>(), "[a-c]{0,3}"), 0..64)
+        ) {
+            let (mut set, mut model) = (NameSet::default(), BTreeSet::new());
+            for (insert, name) in &ops {
+                if *insert {
+                    set.insert(name);
+                    model.insert(name.clone());
+                } else {
+                    set.remove(name);
+                    model.remove(name);
+                }
+                prop_assert_eq!(set.is_empty(), model.is_empty());
+            }
+            let got: Vec<&str> = set.iter().collect();
+            let want: Vec<&str> = model.iter().map(String::as_str).collect();
+            prop_assert_eq!(&got, &want);
+            prop_assert_eq!((&set).into_iter().collect::<Vec<_>>(), want);
+        }
     }
 }
