@@ -255,10 +255,12 @@ impl Context {
         .map_ok(move |ev| cache.apply(ev, |bd, to_bundle| route_bd(&t, bd, to_bundle)));
         streams.push(drive(s));
 
-        // Clusters → the Fleet index; bundles (on label/namespace/paused changes); their groups.
+        // Clusters → the Fleet index; bundles (when what targeting reads changed); their groups.
+        // The index holds the very objects of the cache, so it is fed after the cache: a
+        // listed Cluster is in the cache only once the list is done.
         let t = triggers.clone();
         let fleet: Arc<RwLock<Fleet>> = Arc::new(RwLock::new(Fleet::default()));
-        let (old_clusters, bstore, f) = (
+        let (cstore, bstore, f) = (
             stores.clusters.clone(),
             stores.bundles.clone(),
             fleet.clone(),
@@ -270,60 +272,36 @@ impl Context {
         )
         .default_backoff()
         .modify(strip_cached)
+        .reflect_shared(cw)
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
+            let cached = |c: &Cluster| {
+                cstore
+                    .get(&ObjectRef::from(c))
+                    .unwrap_or_else(|| Arc::new(c.clone()))
+            };
             match &ev {
                 watcher::Event::Init => listed.start(),
+                watcher::Event::InitApply(c) => listed.saw(&Key::of(&c.metadata)),
                 watcher::Event::InitDone => {
+                    for c in cstore.state() {
+                        index_cluster(&mut fl, c, false, &bstore, &t);
+                    }
                     let gone = listed.unseen(fl.clusters().map(|c| Key::of(&c.metadata)));
                     for k in gone {
-                        fl.remove_cluster(&k.namespace, &k.name);
+                        if let Some(c) = fl.cluster_arc(&k.namespace, &k.name).cloned() {
+                            index_cluster(&mut fl, c, true, &bstore, &t);
+                        }
                     }
                 }
-                _ => {}
+                watcher::Event::Apply(c) => index_cluster(&mut fl, cached(c), false, &bstore, &t),
+                watcher::Event::Delete(c) => {
+                    index_cluster(&mut fl, Arc::new(c.clone()), true, &bstore, &t)
+                }
             }
-            ev_objects(&ev, |c: &Cluster| {
-                let deleted = matches!(ev, watcher::Event::Delete(_));
-                let key = Key::of(&c.metadata);
-                listed.saw(&key);
-                let usable = !deleted
-                    && c.metadata.deletion_timestamp.is_none()
-                    && c.status.as_ref().is_some_and(|s| !s.namespace.is_empty());
-                let mut groups = if usable {
-                    fl.upsert_cluster(targeting_copy(c))
-                } else {
-                    fl.remove_cluster(&key.namespace, &key.name)
-                };
-                let old = old_clusters.get(&ObjectRef::from(c));
-                let targeting_changed = deleted
-                    || old.as_ref().is_none_or(|o| {
-                        o.metadata.labels != c.metadata.labels
-                            || o.spec.paused != c.spec.paused
-                            || o.status.as_ref().map(|s| &s.namespace)
-                                != c.status.as_ref().map(|s| &s.namespace)
-                            || c.metadata.deletion_timestamp.is_some()
-                    });
-                if targeting_changed {
-                    for b in bstore.state() {
-                        // Bundles of this namespace, and bundles elsewhere (mappings).
-                        let _ = t.bundle.send(ObjectRef::from(b.as_ref()));
-                    }
-                }
-                let status_changed = old.as_ref().is_none_or(|o| o.status != c.status);
-                if status_changed || targeting_changed {
-                    groups.extend(
-                        fl.groups_of(&key.namespace, &key.name)
-                            .map(|g| Key::of(&g.metadata)),
-                    );
-                }
-                for g in groups {
-                    let _ = t.group.send(ObjectRef::new(&g.name).within(&g.namespace));
-                }
-            });
             drop(fl);
             ev
-        })
-        .reflect_shared(cw);
+        });
         streams.push(drive(s));
 
         // ClusterGroups → the Fleet index; bundles (selector or labels changed); themselves.
@@ -687,25 +665,45 @@ impl DesiredMemo {
     }
 }
 
-/// What targeting reads of a Cluster (name, namespace, labels, annotations, spec, the namespace
-/// in its status): the [`Fleet`] holds a copy of each. The status summaries are most of a
-/// Cluster's bytes, and a copy without the resourceVersion equals the one before when only the
-/// status changed, so the Fleet's revision (and every target derived from it) stays.
-fn targeting_copy(c: &Cluster) -> Cluster {
-    let m = &c.metadata;
-    Cluster {
-        metadata: kube::api::ObjectMeta {
-            name: m.name.clone(),
-            namespace: m.namespace.clone(),
-            labels: m.labels.clone(),
-            annotations: m.annotations.clone(),
-            ..Default::default()
-        },
-        spec: c.spec.clone(),
-        status: c.status.as_ref().map(|s| fleet_api::ClusterStatus {
-            namespace: s.namespace.clone(),
-            ..Default::default()
-        }),
+/// Brings one Cluster (as cached, or as deleted) into the [`Fleet`] index, and queues what its
+/// change concerns: every Bundle when what targeting reads of it changed, its groups when that
+/// or its status did.
+fn index_cluster(
+    fl: &mut Fleet,
+    c: Arc<Cluster>,
+    deleted: bool,
+    bundles: &Store<Bundle>,
+    t: &Triggers,
+) {
+    let key = Key::of(&c.metadata);
+    let usable = !deleted
+        && c.metadata.deletion_timestamp.is_none()
+        && c.status.as_ref().is_some_and(|s| !s.namespace.is_empty());
+    let old = fl.cluster_arc(&key.namespace, &key.name).cloned();
+    let targeting_changed = match &old {
+        None => usable,
+        Some(o) => !usable || !fleet_targeting::fleet::same_targeting(o, &c),
+    };
+    let status_changed = old.as_ref().is_none_or(|o| o.status != c.status);
+    let mut groups = if usable {
+        fl.upsert_cluster_arc(c.clone())
+    } else {
+        fl.remove_cluster(&key.namespace, &key.name)
+    };
+    if targeting_changed {
+        for b in bundles.state() {
+            // Bundles of this namespace, and bundles elsewhere (mappings).
+            let _ = t.bundle.send(ObjectRef::from(b.as_ref()));
+        }
+    }
+    if status_changed || targeting_changed {
+        groups.extend(
+            fl.groups_of(&key.namespace, &key.name)
+                .map(|g| Key::of(&g.metadata)),
+        );
+    }
+    for g in groups {
+        let _ = t.group.send(ObjectRef::new(&g.name).within(&g.namespace));
     }
 }
 

@@ -30,6 +30,24 @@ pub(crate) fn name_of(meta: &ObjectMeta) -> &str {
     meta.name.as_deref().unwrap_or("")
 }
 
+/// Whether two versions of a Cluster target alike: same name, namespace, labels, annotations,
+/// spec and cluster namespace (`status.namespace`). Targeting, rollout and the values templated
+/// into BundleDeployments read nothing else of a Cluster.
+pub fn same_targeting(a: &Cluster, b: &Cluster) -> bool {
+    let (m, n) = (&a.metadata, &b.metadata);
+    m.name == n.name
+        && m.namespace == n.namespace
+        && labels_of(m) == labels_of(n)
+        && m.annotations.as_ref().filter(|x| !x.is_empty())
+            == n.annotations.as_ref().filter(|x| !x.is_empty())
+        && a.spec == b.spec
+        && cluster_namespace(a) == cluster_namespace(b)
+}
+
+fn cluster_namespace(c: &Cluster) -> &str {
+    c.status.as_ref().map_or("", |s| s.namespace.as_str())
+}
+
 fn labels_of(meta: &ObjectMeta) -> &Labels {
     meta.labels.as_ref().unwrap_or(&NO_LABELS)
 }
@@ -314,6 +332,14 @@ impl Fleet {
     /// changed, its group memberships are recomputed against the groups of its namespace only.
     /// Returns the groups whose membership changed (for ClusterGroup status).
     pub fn upsert_cluster(&mut self, cluster: Cluster) -> Vec<Key> {
+        self.upsert_cluster_arc(Arc::new(cluster))
+    }
+
+    /// [`Self::upsert_cluster`] of a shared Cluster: the index keeps this very `Arc`, so a
+    /// caller that caches its Clusters (a controller's reflector) does not hold two copies.
+    /// Only what targeting reads counts as a change (see [`same_targeting`]): a Cluster whose
+    /// status summaries changed replaces the one held without moving [`Self::revision`].
+    pub fn upsert_cluster_arc(&mut self, cluster: Arc<Cluster>) -> Vec<Key> {
         let ns = ns_of(&cluster.metadata).to_string();
         let name = name_of(&cluster.metadata).to_string();
         let idx = self.namespaces.entry(ns.clone()).or_default();
@@ -322,24 +348,25 @@ impl Fleet {
                 let Some(slot) = self.clusters.get_mut(id) else {
                     return Vec::new();
                 };
-                if *slot.cluster == cluster {
+                if same_targeting(&slot.cluster, &cluster) {
+                    slot.cluster = cluster;
                     return Vec::new();
                 }
                 self.revision += 1;
                 let old = labels_of(&slot.cluster.metadata);
                 if old == labels_of(&cluster.metadata) {
-                    slot.cluster = Arc::new(cluster);
+                    slot.cluster = cluster;
                     return Vec::new();
                 }
                 idx.unindex_labels(id, &name, old);
                 idx.index_labels(id, &name, labels_of(&cluster.metadata));
-                slot.cluster = Arc::new(cluster);
+                slot.cluster = cluster;
                 id
             }
             None => {
                 self.revision += 1;
                 let id = self.clusters.insert(ClusterSlot {
-                    cluster: Arc::new(cluster),
+                    cluster,
                     rank: 0,
                     groups: BTreeSet::new(),
                 });
@@ -978,7 +1005,7 @@ mod tests {
     }
 
     /// The revision moves with every change targeting can see, and only then: an equal
-    /// upsert (a Cluster whose status alone changed, once the caller strips it) keeps it.
+    /// upsert, or a Cluster whose status summaries alone changed, keeps it.
     #[test]
     fn revision_moves_only_on_change() {
         let mut f = Fleet::default();
@@ -988,6 +1015,19 @@ mod tests {
         assert!(r1 > r0, "new cluster");
         f.upsert_cluster(cluster("a"));
         assert_eq!(f.revision(), r1, "equal cluster");
+        let mut reported = cluster("a");
+        reported.metadata.resource_version = Some("7".into());
+        reported.status.get_or_insert_default().summary.ready = 3;
+        let reported = Arc::new(reported);
+        f.upsert_cluster_arc(reported.clone());
+        assert_eq!(f.revision(), r1, "status summaries changed");
+        let held = f.cluster_arc("n", "a").expect("cluster a is indexed");
+        assert!(Arc::ptr_eq(held, &reported), "the newest object is held");
+        let mut moved = (*reported).clone();
+        moved.status.get_or_insert_default().namespace = "cluster-elsewhere".into();
+        f.upsert_cluster(moved);
+        let r1 = f.revision();
+        assert!(r1 > r0 + 1, "cluster namespace changed");
         let mut labelled = cluster("a");
         labelled.metadata.labels = Some([("env".to_string(), "x".to_string())].into());
         f.upsert_cluster(labelled);
