@@ -679,17 +679,17 @@ fn index_cluster(
     let usable = !deleted
         && c.metadata.deletion_timestamp.is_none()
         && c.status.as_ref().is_some_and(|s| !s.namespace.is_empty());
-    let old = fl.cluster_arc(&key.namespace, &key.name).cloned();
-    let targeting_changed = match &old {
-        None => usable,
-        Some(o) => !usable || !fleet_targeting::fleet::same_targeting(o, &c),
-    };
-    let status_changed = old.as_ref().is_none_or(|o| o.status != c.status);
+    let status_changed = fl
+        .cluster(&key.namespace, &key.name)
+        .is_none_or(|o| o.status != c.status);
+    // The index's revision moves exactly when what targeting reads of the fleet changed.
+    let revision = fl.revision();
     let mut groups = if usable {
         fl.upsert_cluster_arc(c.clone())
     } else {
         fl.remove_cluster(&key.namespace, &key.name)
     };
+    let targeting_changed = fl.revision() != revision;
     if targeting_changed {
         for b in bundles.state() {
             // Bundles of this namespace, and bundles elsewhere (mappings).

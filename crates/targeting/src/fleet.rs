@@ -33,7 +33,7 @@ pub(crate) fn name_of(meta: &ObjectMeta) -> &str {
 /// Whether two versions of a Cluster target alike: same name, namespace, labels, annotations,
 /// spec and cluster namespace (`status.namespace`). Targeting, rollout and the values templated
 /// into BundleDeployments read nothing else of a Cluster.
-pub fn same_targeting(a: &Cluster, b: &Cluster) -> bool {
+fn same_targeting(a: &Cluster, b: &Cluster) -> bool {
     let (m, n) = (&a.metadata, &b.metadata);
     m.name == n.name
         && m.namespace == n.namespace
