@@ -171,7 +171,8 @@ fn own(o: &mut Value, release: &str, release_ns: &str) {
 /// The release an existing object belongs to (by Helm's annotations).
 pub fn owner_of(live: &Value) -> (String, String) {
     let a = |k: &str| {
-        live.pointer("/metadata/annotations")
+        live.get("metadata")
+            .and_then(|m| m.get("annotations"))
             .and_then(|m| m.get(k))
             .and_then(Value::as_str)
             .unwrap_or("")

@@ -39,12 +39,15 @@ pub struct ObjRef {
 impl ObjRef {
     /// The reference of an object's JSON (None without apiVersion, kind or name).
     pub fn of(o: &Value) -> Option<ObjRef> {
-        let s = |p: &str| o.pointer(p).and_then(Value::as_str).map(str::to_string);
+        // Field by field rather than `Value::pointer`, which allocates for every path segment
+        // (this runs for every object of every check).
+        let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        let meta = o.get("metadata");
         Some(ObjRef {
-            api_version: s("/apiVersion")?,
-            kind: s("/kind")?,
-            namespace: s("/metadata/namespace").unwrap_or_default(),
-            name: s("/metadata/name")?,
+            api_version: s(o.get("apiVersion"))?,
+            kind: s(o.get("kind"))?,
+            namespace: s(meta.and_then(|m| m.get("namespace"))).unwrap_or_default(),
+            name: s(meta.and_then(|m| m.get("name")))?,
         })
     }
 

@@ -88,7 +88,8 @@ impl Record {
     /// `info.status` (`deployed`, `superseded`, ...).
     pub fn status(&self) -> &str {
         self.release
-            .pointer("/info/status")
+            .get("info")
+            .and_then(|i| i.get("status"))
             .and_then(Value::as_str)
             .unwrap_or("")
     }

@@ -614,7 +614,6 @@ async fn write_bd(
     let _slot = ctx.write_slot().await;
     let ns = want.metadata.namespace.clone().unwrap_or_default();
     let name = want.metadata.name.clone().unwrap_or_default();
-    let api: Api<BundleDeployment> = Api::namespaced(ctx.client.clone(), &ns);
     if let Some(data) = secret
         && existing.as_ref().map(|e| e.values_hash)
             != Some(values_fingerprint(&want.spec.values_hash))
@@ -640,11 +639,20 @@ async fn write_bd(
             ]);
             let patch: json_patch::Patch =
                 serde_json::from_value(ops).map_err(|e| ReconcileError::Other(e.to_string()))?;
-            api.patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
+            let req = bd_request(&ns)
+                .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
+                .map_err(|e| {
+                    kerr(format!("updating bundledeployment {ns}/{name}"))(
+                        kube::Error::BuildRequest(e),
+                    )
+                })?;
+            // The answer is not decoded: the BD cache is fed by the watch.
+            ctx.client
+                .request_text(req)
                 .await
                 .map_err(kerr(format!("updating bundledeployment {ns}/{name}")))?;
         }
-        None => match api.create(&PostParams::default(), &want).await {
+        None => match create_bd(&ctx, &ns, &want).await {
             Ok(_) => {}
             // Created meanwhile (cache behind): the watch event brings it and a new pass.
             Err(kube::Error::Api(e)) if e.code == 409 => {}
@@ -652,6 +660,23 @@ async fn write_bd(
         },
     }
     Ok(())
+}
+
+/// Creates a BD without decoding the answer (the BD cache is fed by the watch).
+async fn create_bd(ctx: &Context, ns: &str, bd: &BundleDeployment) -> Result<String, kube::Error> {
+    let body = serde_json::to_vec(bd).map_err(kube::Error::SerdeError)?;
+    let req = bd_request(ns)
+        .create(&PostParams::default(), body)
+        .map_err(kube::Error::BuildRequest)?;
+    ctx.client.request_text(req).await
+}
+
+/// Requests on the BundleDeployments of namespace `ns`.
+fn bd_request(ns: &str) -> kube::core::Request {
+    kube::core::Request::new(<BundleDeployment as kube::Resource>::url_path(
+        &(),
+        Some(ns),
+    ))
 }
 
 /// Deletes BDs (and their options Secrets).

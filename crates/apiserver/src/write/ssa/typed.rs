@@ -421,7 +421,19 @@ fn merge_at(
     }
     match (live, config) {
         (Value::Object(l), Value::Object(c)) if !ty.atomic_map() => {
-            let mut out = l.clone();
+            // The live fields the configuration names are replaced or removed below: they get a
+            // placeholder instead of a deep copy (same key order as cloning `l`).
+            let mut out: Map<String, Value> = l
+                .iter()
+                .map(|(k, v)| {
+                    let v = if c.contains_key(k) {
+                        Value::Null
+                    } else {
+                        v.clone()
+                    };
+                    (k.clone(), v)
+                })
+                .collect();
             for (k, cv) in c {
                 if cv.is_null() {
                     out.remove(k);
