@@ -222,11 +222,67 @@ fn consider(kinds: &Kinds, queue: &mut Queue, key: &Arc<str>, obj: &Obj) {
         queue.again.insert(key.clone());
         return;
     }
-    let Ok(v) = serde_json::from_slice::<Value>(&obj.json()) else {
+    let Ok(slim) = serde_json::from_slice::<Slim>(&obj.json()) else {
         return;
     };
-    if desired_status(kind, &v).is_some() {
+    if desired_status(kind, &slim.into_value()).is_some() {
         queue.push(key.clone());
+    }
+}
+
+/// What [`desired_status`] reads of an object, decoded from an event without the rest of its
+/// metadata (managedFields, labels, annotations were most of the cost of looking at one).
+#[derive(serde::Deserialize)]
+struct Slim {
+    #[serde(default)]
+    metadata: SlimMeta,
+    #[serde(default, deserialize_with = "present")]
+    spec: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    status: Option<Value>,
+}
+
+#[derive(Default, serde::Deserialize)]
+struct SlimMeta {
+    #[serde(default, deserialize_with = "present")]
+    name: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    uid: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    generation: Option<Value>,
+    #[serde(default, rename = "deletionTimestamp", deserialize_with = "present")]
+    deletion_timestamp: Option<Value>,
+}
+
+/// A field that is there, `null` included (`Option<Value>` alone reads `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    <Value as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+impl Slim {
+    /// The object as [`desired_status`] reads it.
+    fn into_value(self) -> Value {
+        let mut meta = Map::new();
+        let m = self.metadata;
+        for (k, v) in [
+            ("name", m.name),
+            ("uid", m.uid),
+            ("generation", m.generation),
+            ("deletionTimestamp", m.deletion_timestamp),
+        ] {
+            if let Some(v) = v {
+                meta.insert(k.into(), v);
+            }
+        }
+        let mut o = Map::new();
+        o.insert("metadata".into(), Value::Object(meta));
+        if let Some(v) = self.spec {
+            o.insert("spec".into(), v);
+        }
+        if let Some(v) = self.status {
+            o.insert("status".into(), v);
+        }
+        Value::Object(o)
     }
 }
 
@@ -651,6 +707,46 @@ mod tests {
         written["status"] = status.clone();
         assert_eq!(desired_status(kind, &written), None, "{kind:?} settles");
         status
+    }
+
+    #[test]
+    fn the_slim_view_derives_what_the_whole_object_does() {
+        let meta = json!({"name": "x", "namespace": "d", "uid": "u1", "generation": 3,
+            "labels": {"a": "b"}, "annotations": {"c": "d"},
+            "managedFields": [{"manager": "m", "operation": "Apply", "fieldsV1": {"f:spec": {}}}]});
+        let objects = [
+            (
+                Kind::Deployment,
+                json!({"metadata": meta, "spec": {"replicas": 2, "template": {"a": 1}}}),
+            ),
+            (
+                Kind::Pod,
+                json!({"metadata": meta, "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+            ),
+            (
+                Kind::Service,
+                json!({"metadata": meta, "spec": {"type": "LoadBalancer"}, "status": null}),
+            ),
+            (
+                Kind::Job,
+                json!({"metadata": meta, "spec": {"completions": 2}, "status": {"active": 1}}),
+            ),
+        ];
+        for (kind, obj) in objects {
+            let slim: Slim = serde_json::from_value(obj.clone()).expect("decodes");
+            assert_eq!(
+                desired_status(kind, &slim.into_value()),
+                desired_status(kind, &obj),
+                "{kind:?}"
+            );
+        }
+        let mut gone = objects_being_deleted();
+        let slim: Slim = serde_json::from_value(gone.take()).expect("decodes");
+        assert_eq!(desired_status(Kind::Deployment, &slim.into_value()), None);
+    }
+
+    fn objects_being_deleted() -> Value {
+        json!({"metadata": {"name": "x", "deletionTimestamp": "2024-01-01T00:00:00Z"}, "spec": {}})
     }
 
     #[test]
