@@ -233,7 +233,7 @@ impl ApiServer {
             m.remove("status");
         }
         strategy::prepare_create(info, &mut obj)?;
-        self.validate(info, &mut obj)?;
+        self.validate(info, &mut obj, false)?;
         if let Some(n) = &ns {
             self.check_namespace(n)?;
         }
@@ -267,11 +267,17 @@ impl ApiServer {
     }
 
     /// Metadata validation plus the CRD schema (prune, default, validate) for custom resources.
-    fn validate(&self, info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
+    /// `status_only`: a write of the status subresource, whose other fields are the stored
+    /// object's (only its status goes through the CRD schema).
+    fn validate(&self, info: &ResourceInfo, obj: &mut Value, status_only: bool) -> ApiResult<()> {
         let rule = strategy::name_rule(info);
         let mut causes: Vec<Cause> = validate_metadata(obj, rule);
         if let Some(schema) = &info.schema {
-            causes.extend(schema.process(obj));
+            causes.extend(if status_only {
+                schema.process_status(obj)
+            } else {
+                schema.process(obj)
+            });
         }
         causes.extend(strategy::validate(info, obj));
         if causes.is_empty() {
@@ -490,7 +496,7 @@ impl ApiServer {
             }
         }
         strategy::prepare_update(info, old, new)?;
-        self.validate(info, new)
+        self.validate(info, new, sub == Some("status"))
     }
 
     /// Deletes an object: immediately when nothing blocks it, otherwise by setting

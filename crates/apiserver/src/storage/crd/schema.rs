@@ -366,6 +366,40 @@ impl Structural {
     }
 }
 
+impl Structural {
+    /// [`Structural::process`] for a write of the status subresource, where everything but
+    /// `status` is the stored object (processed when it was written): only `status` is
+    /// defaulted, pruned and validated, as kube-apiserver validates a status update against the
+    /// status schema alone. A root schema this shortcut does not cover gets the whole process.
+    pub fn process_status(&self, obj: &mut Value) -> Vec<Cause> {
+        let open = self.preserve_unknown || self.additional_any || self.additional.is_some();
+        let (Some(p), false, Value::Object(map)) = (self.properties.get("status"), open, &mut *obj)
+        else {
+            return self.process(obj);
+        };
+        let mut causes = Vec::new();
+        match map.get_mut("status") {
+            Some(status) => {
+                p.apply_defaults(status);
+                p.prune(status, false);
+                p.validate(status, "status", &mut causes);
+            }
+            None => {
+                if let Some(d) = &p.default {
+                    let mut status = d.clone();
+                    p.apply_defaults(&mut status);
+                    p.prune(&mut status, false);
+                    p.validate(&status, "status", &mut causes);
+                    map.insert("status".into(), status);
+                } else if self.required.iter().any(|r| r == "status") {
+                    causes.push(Cause::required("status".to_string()));
+                }
+            }
+        }
+        causes
+    }
+}
+
 fn join(path: &str, k: &str) -> String {
     if path.is_empty() {
         k.to_string()
@@ -420,6 +454,45 @@ mod tests {
             "",
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_status_write_is_processed_as_the_whole_object_is() {
+        let with_default = Structural::from_json(
+            &json!({"type": "object", "required": ["status"], "properties": {
+                "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+                "status": {"type": "object", "default": {"phase": "new"}, "properties": {
+                    "phase": {"type": "string", "enum": ["new", "done"]},
+                    "n": {"type": "integer", "minimum": 0, "default": 0}}}}}),
+            "",
+        )
+        .unwrap();
+        let statuses = [
+            None,
+            Some(json!({"ok": true})),
+            Some(json!({"ok": "yes", "junk": {"a": 1}})),
+            Some(json!(null)),
+            Some(json!(3)),
+            Some(json!({"phase": "done", "n": -1})),
+            Some(json!({"phase": "other", "extra": [1, 2]})),
+        ];
+        for s in [schema(), with_default] {
+            // As stored: the whole object processed once.
+            let mut stored = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "n"},
+                "spec": {"size": 2, "junk": 1}});
+            let _ = s.process(&mut stored);
+            for st in &statuses {
+                let mut o = stored.clone();
+                if let (Some(st), Some(m)) = (st, o.as_object_mut()) {
+                    m.insert("status".into(), st.clone());
+                }
+                let (mut whole, mut only) = (o.clone(), o);
+                let (cw, co) = (s.process(&mut whole), s.process_status(&mut only));
+                assert_eq!(whole, only, "{st:?}");
+                let msgs = |c: &[Cause]| c.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>();
+                assert_eq!(msgs(&cw), msgs(&co), "{st:?}");
+            }
+        }
     }
 
     #[test]
