@@ -639,16 +639,7 @@ async fn write_bd(
             ]);
             let patch: json_patch::Patch =
                 serde_json::from_value(ops).map_err(|e| ReconcileError::Other(e.to_string()))?;
-            let req = bd_request(&ns)
-                .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
-                .map_err(|e| {
-                    kerr(format!("updating bundledeployment {ns}/{name}"))(
-                        kube::Error::BuildRequest(e),
-                    )
-                })?;
-            // The answer is not decoded: the BD cache is fed by the watch.
-            ctx.client
-                .request_text(req)
+            patch_bd(&ctx, &ns, &name, patch)
                 .await
                 .map_err(kerr(format!("updating bundledeployment {ns}/{name}")))?;
         }
@@ -667,6 +658,19 @@ async fn create_bd(ctx: &Context, ns: &str, bd: &BundleDeployment) -> Result<Str
     let body = serde_json::to_vec(bd).map_err(kube::Error::SerdeError)?;
     let req = bd_request(ns)
         .create(&PostParams::default(), body)
+        .map_err(kube::Error::BuildRequest)?;
+    ctx.client.request_text(req).await
+}
+
+/// Updates a BD with a JSON patch, without decoding the answer (as [`create_bd`]).
+async fn patch_bd(
+    ctx: &Context,
+    ns: &str,
+    name: &str,
+    patch: json_patch::Patch,
+) -> Result<String, kube::Error> {
+    let req = bd_request(ns)
+        .patch(name, &PatchParams::default(), &Patch::Json::<()>(patch))
         .map_err(kube::Error::BuildRequest)?;
     ctx.client.request_text(req).await
 }

@@ -740,13 +740,10 @@ mod tests {
                 "{kind:?}"
             );
         }
-        let mut gone = objects_being_deleted();
-        let slim: Slim = serde_json::from_value(gone.take()).expect("decodes");
+        // Being deleted: left alone, which only the kept deletionTimestamp tells.
+        let gone = json!({"metadata": {"name": "x", "deletionTimestamp": "2024-01-01T00:00:00Z"}, "spec": {}});
+        let slim: Slim = serde_json::from_value(gone).expect("decodes");
         assert_eq!(desired_status(Kind::Deployment, &slim.into_value()), None);
-    }
-
-    fn objects_being_deleted() -> Value {
-        json!({"metadata": {"name": "x", "deletionTimestamp": "2024-01-01T00:00:00Z"}, "spec": {}})
     }
 
     #[test]

@@ -364,9 +364,7 @@ impl Structural {
         }
         causes
     }
-}
 
-impl Structural {
     /// [`Structural::process`] for a write of the status subresource, where everything but
     /// `status` is the stored object (processed when it was written): only `status` is
     /// defaulted, pruned and validated, as kube-apiserver validates a status update against the
