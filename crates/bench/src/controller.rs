@@ -80,7 +80,7 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
     git_commit(&repo, "round 1", true)?;
 
     // Round 1: the GitRepo appears (its first poll fetches the commit).
-    let mut phase = Phase::start(&admin, manager.pid).await?;
+    let mut phase = Phase::start(&admin, manager.pid, Some(&tracker)).await?;
     let t = Instant::now();
     apply_gitrepo(&admin, &repo, opts.bundles, "1s").await?;
     let written_s = wait_written(&tracker, expected, &HashMap::new(), opts.timeout).await?;
@@ -95,7 +95,7 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
     // Round 2: a commit changing every bundle.
     let before = tracker.ids();
     write_repo(&repo, opts.bundles, opts.objects, 2)?;
-    let mut phase = Phase::start(&admin, manager.pid).await?;
+    let mut phase = Phase::start(&admin, manager.pid, Some(&tracker)).await?;
     let t = Instant::now();
     git_commit(&repo, "round 2", false)?;
     let update_s = wait_written(&tracker, expected, &before, opts.timeout).await?;
@@ -120,7 +120,7 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
     let manager =
         Manager::start_with(&opts.exe, dir.path(), &opts.store_sync, SERVER_FLAGS).await?;
     let admin = crate::observer::client(&kubeconfig).await?;
-    let mut resync = Phase::start(&admin, manager.pid).await?;
+    let mut resync = Phase::start(&admin, manager.pid, None).await?;
     let ctl = Controllers::start(&opts.exe, dir.path(), &kubeconfig).await?;
     tokio::time::sleep(opts.resync).await;
     // The new controller's Lease (acquired, then renewed every retry period) is leader

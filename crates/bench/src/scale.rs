@@ -152,7 +152,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     let expected = opts.clusters * opts.bundles;
 
     // Ready: GitRepo created right after the first commit → every BD Ready, objects present.
-    let mut phase = Phase::start(&admin, manager.pid).await?;
+    let mut phase = Phase::start(&admin, manager.pid, Some(&tracker)).await?;
     requests.reset();
     apply_gitrepo(&admin, &repo, opts.bundles, &opts.polling_interval).await?;
     let ready = wait_ready(
@@ -193,7 +193,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
 
     // Idle window.
     let idle_from = revision(&admin).await?;
-    let idle_counter = WriteCounter::start(&admin, idle_from).await?;
+    let idle_counter = WriteCounter::start(&admin, idle_from, Some(&tracker)).await?;
     tokio::time::sleep(opts.idle).await;
     let idle_to = revision(&admin).await?;
     let idle_writes = idle_to.saturating_sub(idle_from);
@@ -208,7 +208,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
         if !all_ready {
             break;
         }
-        let mut phase = Phase::start(&admin, manager.pid).await?;
+        let mut phase = Phase::start(&admin, manager.pid, Some(&tracker)).await?;
         requests.reset();
         write_repo(&repo, opts.bundles, opts.objects, round)?;
         git_commit(&repo, &format!("round {round}"), false)?;
@@ -382,12 +382,18 @@ pub(crate) struct Phase {
 }
 
 impl Phase {
-    pub(crate) async fn start(admin: &Client, pid: u32) -> anyhow::Result<Phase> {
+    /// With a running `tracker`, BundleDeployment writes are counted from its watch rather
+    /// than from one more watch of their own.
+    pub(crate) async fn start(
+        admin: &Client,
+        pid: u32,
+        tracker: Option<&Tracker>,
+    ) -> anyhow::Result<Phase> {
         let rev = revision(admin).await?;
         Ok(Phase {
             by_resource: HashMap::new(),
             rev,
-            writes: WriteCounter::start(admin, rev).await?,
+            writes: WriteCounter::start(admin, rev, tracker).await?,
             manager_cpu: procfs::cpu_seconds_pid(pid),
             own_cpu: procfs::cpu_seconds(),
         })
@@ -420,13 +426,23 @@ impl Phase {
 struct WriteCounter {
     revs: Arc<Mutex<HashMap<String, Vec<u64>>>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// BundleDeployment writes as the tracker's watch saw them, and the phase's first revision.
+    bds: Option<(BdRevisions, u64)>,
 }
 
+/// The resource the tracker's watch counts for the write counter.
+const BD_RESOURCE: &str = "bundledeployments.fleet.cattle.io";
+
 impl WriteCounter {
-    async fn start(admin: &Client, from: u64) -> anyhow::Result<WriteCounter> {
+    async fn start(
+        admin: &Client,
+        from: u64,
+        tracker: Option<&Tracker>,
+    ) -> anyhow::Result<WriteCounter> {
         let discovery = kube::Discovery::new(admin.clone()).run().await?;
         let revs: Arc<Mutex<HashMap<String, Vec<u64>>>> = Arc::default();
         let mut tasks = Vec::new();
+        let bds = tracker.map(|t| (t.revisions.clone(), from));
         for group in discovery.groups() {
             for (ar, caps) in group.recommended_resources() {
                 if !caps.supports_operation(kube::discovery::verbs::WATCH) {
@@ -437,6 +453,9 @@ impl WriteCounter {
                 } else {
                     format!("{}.{}", ar.plural, ar.group)
                 };
+                if bds.is_some() && name == BD_RESOURCE {
+                    continue;
+                }
                 let url = DynamicObject::url_path(&ar, None);
                 let client = admin.clone();
                 let revs = revs.clone();
@@ -483,7 +502,7 @@ impl WriteCounter {
                 })?);
             }
         }
-        Ok(WriteCounter { revs, tasks })
+        Ok(WriteCounter { revs, tasks, bds })
     }
 
     /// Prints `NAME writes: resource n, ...` for the events up to revision `to`, most first,
@@ -492,17 +511,20 @@ impl WriteCounter {
     async fn print(&self, name: &str, to: u64, total: u64) -> HashMap<String, u64> {
         // The watches trail the writes a little: wait (briefly) until one has seen `to`.
         let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline {
-            let seen = {
-                let revs = self.revs.lock().unwrap_or_else(|p| p.into_inner());
-                revs.values().flatten().max().copied().unwrap_or(0)
-            };
-            if seen >= to {
-                break;
+        let mut revs = loop {
+            let mut revs = self.revs.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if let Some((bds, from)) = &self.bds {
+                let seen = bds.lock().unwrap_or_else(|p| p.into_inner());
+                let phase: Vec<u64> = seen.iter().copied().filter(|r| r > from).collect();
+                revs.insert(BD_RESOURCE.to_string(), phase);
+            }
+            let seen = revs.values().flatten().max().copied().unwrap_or(0);
+            if seen >= to || Instant::now() >= deadline {
+                break revs;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let revs = self.revs.lock().unwrap_or_else(|p| p.into_inner());
+        };
+        revs.retain(|_, v| !v.is_empty());
         let mut counts: Vec<(&String, usize)> = revs
             .iter()
             .map(|(r, v)| (r, v.iter().filter(|x| **x <= to).count()))
@@ -727,10 +749,16 @@ struct AnnotatedMeta {
     annotations: std::collections::BTreeMap<String, String>,
 }
 
+/// Revisions of BundleDeployment writes, shared by the tracker and the write counters.
+type BdRevisions = Arc<Mutex<Vec<u64>>>;
+
 /// Every BundleDeployment's deploymentID and whether it is Ready at that ID, kept from a watch.
 #[derive(Clone)]
 pub(crate) struct Tracker {
     state: Arc<Mutex<HashMap<String, (String, bool)>>>,
+    /// The revision of every BD write the watch reported (not the objects of its initial
+    /// list): the write counter's count of BundleDeployments.
+    revisions: BdRevisions,
     /// When a BD got a new deploymentID (false) or became Ready at it (true), for the timeline.
     transitions: Arc<Mutex<Vec<(Instant, bool)>>>,
     task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
@@ -741,18 +769,26 @@ impl Tracker {
     pub(crate) fn start(admin: Client) -> anyhow::Result<Tracker> {
         let t = Tracker {
             state: Arc::default(),
+            revisions: Arc::default(),
             transitions: Arc::default(),
             task: Arc::default(),
             admin: admin.clone(),
         };
         let state = t.state.clone();
         let transitions = t.transitions.clone();
+        let revisions = t.revisions.clone();
         let task = crate::observer::spawn(async move {
-            let api: Api<BundleDeployment> = Api::all(admin);
+            let api: Api<TrackedBd> = Api::all(admin);
             let mut events = watcher(api, watcher::Config::default()).boxed();
             loop {
                 match events.try_next().await {
                     Ok(Some(ev)) => {
+                        if let watcher::Event::Apply(bd) | watcher::Event::Delete(bd) = &ev
+                            && let Some(rv) = bd.metadata.resource_version.as_deref()
+                            && let Ok(rv) = rv.parse::<u64>()
+                        {
+                            revisions.lock().unwrap_or_else(|p| p.into_inner()).push(rv);
+                        }
                         let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
                         match ev {
                             watcher::Event::Apply(bd) | watcher::Event::InitApply(bd) => {
@@ -835,7 +871,7 @@ impl Tracker {
     /// Why a round did not end: the watch's view against a fresh list (a difference means the
     /// watch missed events), and a few BundleDeployments that are not Ready, with their status.
     async fn diagnose(&self, before: &HashMap<String, String>) -> String {
-        let api: Api<BundleDeployment> = Api::all(self.admin.clone());
+        let api: Api<TrackedBd> = Api::all(self.admin.clone());
         let list = match api.list(&Default::default()).await {
             Ok(l) => l.items,
             Err(e) => return format!("listing BundleDeployments: {e}"),
@@ -900,12 +936,12 @@ impl Tracker {
     }
 }
 
-fn key(bd: &BundleDeployment) -> String {
+fn key(bd: &TrackedBd) -> String {
     format!("{}/{}", bd.namespace().unwrap_or_default(), bd.name_any())
 }
 
 /// (spec.deploymentID, Ready at that ID: applied, `ready` and the Ready condition True).
-fn entry(bd: &BundleDeployment) -> (String, bool) {
+fn entry(bd: &TrackedBd) -> (String, bool) {
     let id = bd.spec.deployment_id.clone();
     let ready = bd.status.as_ref().is_some_and(|s| {
         !id.is_empty()
@@ -916,6 +952,92 @@ fn entry(bd: &BundleDeployment) -> (String, bool) {
                 .any(|c| c.type_ == "Ready" && c.status == "True")
     });
     (id, ready)
+}
+
+/// A BundleDeployment as the tracker reads it: the fields readiness is judged by, and of its
+/// metadata only name, namespace and resourceVersion. The tracker runs in the process whose
+/// CPU is reported and sees every BD write; decoding whole objects with their managedFields
+/// (as `BundleDeployment` does) would charge the agents' side for the measurement.
+#[derive(Clone, Debug, serde::Deserialize)]
+pub(crate) struct TrackedBd {
+    #[serde(deserialize_with = "slim_meta")]
+    metadata: kube::api::ObjectMeta,
+    #[serde(default)]
+    spec: TrackedSpec,
+    #[serde(default)]
+    status: Option<TrackedStatus>,
+}
+
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TrackedSpec {
+    #[serde(default, rename = "deploymentID")]
+    deployment_id: String,
+}
+
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TrackedStatus {
+    #[serde(default, rename = "appliedDeploymentID")]
+    applied_deployment_id: String,
+    #[serde(default)]
+    ready: bool,
+    #[serde(default)]
+    non_modified: bool,
+    #[serde(default)]
+    conditions: Vec<TrackedCondition>,
+}
+
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+struct TrackedCondition {
+    #[serde(default, rename = "type")]
+    type_: String,
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// `metadata` with name, namespace and resourceVersion; the rest skipped unparsed.
+fn slim_meta<'de, D: serde::Deserializer<'de>>(d: D) -> Result<kube::api::ObjectMeta, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Slim {
+        name: Option<String>,
+        namespace: Option<String>,
+        resource_version: Option<String>,
+    }
+    let s = <Slim as serde::Deserialize>::deserialize(d)?;
+    Ok(kube::api::ObjectMeta {
+        name: s.name,
+        namespace: s.namespace,
+        resource_version: s.resource_version,
+        ..Default::default()
+    })
+}
+
+impl Resource for TrackedBd {
+    type DynamicType = ();
+    type Scope = kube::core::NamespaceResourceScope;
+
+    fn kind(_: &()) -> std::borrow::Cow<'_, str> {
+        BundleDeployment::kind(&())
+    }
+    fn group(_: &()) -> std::borrow::Cow<'_, str> {
+        BundleDeployment::group(&())
+    }
+    fn version(_: &()) -> std::borrow::Cow<'_, str> {
+        BundleDeployment::version(&())
+    }
+    fn plural(_: &()) -> std::borrow::Cow<'_, str> {
+        BundleDeployment::plural(&())
+    }
+    fn meta(&self) -> &kube::api::ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut kube::api::ObjectMeta {
+        &mut self.metadata
+    }
 }
 
 /// What a Ready phase ended with.
@@ -1074,6 +1196,53 @@ pub(crate) fn git_commit(repo: &Path, msg: &str, init: bool) -> anyhow::Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tracker_judges_a_slim_decode_as_the_whole_object() {
+        let bd = |applied: &str, ready: bool, cond: &str| {
+            json!({
+                "apiVersion": "fleet.cattle.io/v1alpha1",
+                "kind": "BundleDeployment",
+                "metadata": {
+                    "name": "b1", "namespace": "cluster-x", "resourceVersion": "42",
+                    "labels": {"fleet.cattle.io/bundle-name": "b1"},
+                    "managedFields": [{"manager": "fleet-agent", "operation": "Update",
+                        "fieldsV1": {"f:status": {"f:ready": {}}}}]
+                },
+                "spec": {"deploymentID": "s-1:abc", "options": {"helm": {"values": {"a": 1}}}},
+                "status": {"appliedDeploymentID": applied, "ready": ready, "nonModified": true,
+                    "conditions": [{"type": "Ready", "status": cond, "message": "m"}],
+                    "resources": [{"kind": "ConfigMap", "name": "c"}]}
+            })
+        };
+        for (v, want) in [
+            (bd("s-1:abc", true, "True"), true),
+            (bd("s-0:old", true, "True"), false),
+            (bd("s-1:abc", false, "True"), false),
+            (bd("s-1:abc", true, "False"), false),
+        ] {
+            let whole: BundleDeployment = serde_json::from_value(v.clone()).unwrap();
+            let slim: TrackedBd = serde_json::from_value(v).unwrap();
+            assert_eq!(entry(&slim), (whole.spec.deployment_id.clone(), want));
+            assert_eq!(key(&slim), "cluster-x/b1");
+            assert_eq!(slim.metadata.resource_version.as_deref(), Some("42"));
+            let st = whole.status.unwrap_or_default();
+            assert_eq!(entry(&slim).1, {
+                st.applied_deployment_id == whole.spec.deployment_id
+                    && st.ready
+                    && st
+                        .conditions
+                        .iter()
+                        .any(|c| c.type_ == "Ready" && c.status == "True")
+            });
+        }
+        // A BD without status (just written by the controller) is not Ready.
+        let fresh: TrackedBd = serde_json::from_value(json!({
+            "metadata": {"name": "b", "namespace": "n"}, "spec": {"deploymentID": "x"}
+        }))
+        .unwrap();
+        assert_eq!(entry(&fresh), ("x".to_string(), false));
+    }
 
     #[test]
     fn requests_are_counted_by_verb_and_resource() {
