@@ -22,6 +22,11 @@ use super::{Event, EventKind, Obj, Rev, Shared, StoreError, db};
 
 /// Upper bound on writes per transaction (keeps one commit's latency bounded).
 pub(crate) const MAX_BATCH: usize = 4_096;
+/// How long a commit waits for more writes after one that carried several: each commit of a
+/// file store costs an fsync (about 0.1 ms of CPU and 0.2 ms on this machine's disk), and under
+/// load writes trickle in (a manager rolling out 2,550 BDs committed 2.7 writes per fsync).
+/// A lone write (no concurrency seen) never waits.
+pub(crate) const COMMIT_DELAY: Duration = Duration::from_millis(1);
 /// How often the writer samples revisions and does housekeeping.
 pub(crate) const TICK: Duration = Duration::from_secs(1);
 /// Revisions compacted per transaction, so compaction never stalls writes for long.
@@ -65,6 +70,8 @@ pub(crate) struct Writer {
     checkpointer: Option<Checkpointer>,
     /// Writes committed since the checkpoint thread was last kicked.
     since_kick: u64,
+    /// Writes in the last commit (concurrent writers when more than one).
+    last_batch: usize,
 }
 
 /// The outcome of one request inside a batch, before commit.
@@ -95,6 +102,7 @@ impl Writer {
             retention,
             checkpointer,
             since_kick: 0,
+            last_batch: 0,
         }
     }
 
@@ -129,7 +137,12 @@ impl Writer {
                     }
                 }
             }
+            if control.is_none() && !batch.is_empty() && self.last_batch > 1 && self.conn.is_some()
+            {
+                control = gather(&rx, &mut batch);
+            }
             if !batch.is_empty() {
+                self.last_batch = batch.len();
                 self.commit_batch(&mut batch);
             }
             match control {
@@ -485,6 +498,25 @@ fn check_expected(key: &str, expected: Option<Rev>, cur: &Obj) -> Result<(), Sto
 }
 
 /// The stored object for a create or update at `rev` (and with `log`, the JSON to log).
+/// Adds to `batch` what arrives within [`COMMIT_DELAY`] (up to [`MAX_BATCH`]); returns a control
+/// message that arrived meanwhile (it ends the wait).
+fn gather(rx: &mpsc::Receiver<Msg>, batch: &mut Vec<WriteReq>) -> Option<Msg> {
+    let until = Instant::now() + COMMIT_DELAY;
+    while batch.len() < MAX_BATCH {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match rx.recv_timeout(left) {
+            Ok(Msg::Write(w)) => batch.push(w),
+            Ok(other) => return Some(other),
+            // A closed channel is seen by the next receive of the main loop.
+            Err(_) => break,
+        }
+    }
+    None
+}
+
 fn finish(
     key: &str,
     value: Option<Encoded>,
@@ -494,4 +526,62 @@ fn finish(
     value
         .map(|v| v.finish(rev, log))
         .ok_or_else(|| StoreError::Internal(format!("no value to write for {key}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(key: &str) -> WriteReq {
+        let (reply, _) = oneshot::channel();
+        WriteReq {
+            key: key.into(),
+            op: Op::Delete(None),
+            value: None,
+            reply,
+        }
+    }
+
+    fn keys(batch: &[WriteReq]) -> Vec<&str> {
+        batch.iter().map(|w| &*w.key).collect()
+    }
+
+    #[test]
+    fn a_commit_gathers_writes_until_the_delay_or_a_control_message() {
+        let (tx, rx) = mpsc::channel();
+        let mut batch = vec![req("/a")];
+        tx.send(Msg::Write(req("/b"))).unwrap();
+        tx.send(Msg::Write(req("/c"))).unwrap();
+        let (ack, _) = mpsc::sync_channel(1);
+        tx.send(Msg::Close(ack)).unwrap();
+        tx.send(Msg::Write(req("/d"))).unwrap();
+        // Writes before the control message join the batch; the control message ends the wait
+        // and is handed back; what follows it stays queued for the next round.
+        let control = gather(&rx, &mut batch);
+        assert!(matches!(control, Some(Msg::Close(_))));
+        assert_eq!(keys(&batch), ["/a", "/b", "/c"]);
+        assert!(matches!(rx.try_recv(), Ok(Msg::Write(w)) if &*w.key == "/d"));
+
+        // Nothing arrives: the batch is committed as it is once the delay is over.
+        let t = Instant::now();
+        assert!(gather(&rx, &mut batch).is_none());
+        assert!(t.elapsed() >= COMMIT_DELAY);
+        assert_eq!(batch.len(), 3);
+
+        // No writer left: no wait.
+        drop(tx);
+        assert!(gather(&rx, &mut batch).is_none());
+        assert_eq!(batch.len(), 3);
+    }
+
+    #[test]
+    fn a_commit_gathers_at_most_a_full_batch() {
+        let (tx, rx) = mpsc::channel();
+        let mut batch: Vec<WriteReq> = (0..MAX_BATCH - 1).map(|i| req(&format!("/{i}"))).collect();
+        tx.send(Msg::Write(req("/last"))).unwrap();
+        tx.send(Msg::Write(req("/next"))).unwrap();
+        assert!(gather(&rx, &mut batch).is_none());
+        assert_eq!(batch.len(), MAX_BATCH);
+        assert!(matches!(rx.try_recv(), Ok(Msg::Write(w)) if &*w.key == "/next"));
+    }
 }
