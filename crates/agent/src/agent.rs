@@ -44,6 +44,7 @@ pub struct Agent {
     contents: ContentCache,
     releases: release::ReleaseCache,
     accounts: crate::accounts::Accounts,
+    namespaces: deploy::KnownNamespaces,
     bds: BTreeMap<String, BundleDeployment>,
     /// Generation last reconciled per BD (status-only events do not reconcile again).
     reconciled: HashMap<String, Option<i64>>,
@@ -246,8 +247,14 @@ impl Agent {
                 applied: &applied,
                 releases: &self.releases,
                 accounts: &self.accounts,
+                namespaces: &self.namespaces,
             };
-            match deploy::deploy(&t, &bd, &resources, &history).await {
+            let result = deploy::deploy(&t, &bd, &resources, &history).await;
+            if result.is_err() {
+                // Its namespace may be what is missing.
+                self.namespaces.forget(&rel_ns);
+            }
+            match result {
                 Ok(d) => {
                     self.failed.remove(name);
                     st.release = d.release;
@@ -437,6 +444,8 @@ impl Agent {
         )
         .await
         .map_err(deploy_error)?;
+        // It may have deleted a Namespace of its own.
+        self.namespaces.clear();
         self.drift.forget(name);
         Ok(())
     }
@@ -713,6 +722,7 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
         kube_version,
         contents: ContentCache::default(),
         releases: release::ReleaseCache::default(),
+        namespaces: deploy::KnownNamespaces::default(),
         bds: BTreeMap::new(),
         reconciled: HashMap::new(),
         failed: HashMap::new(),

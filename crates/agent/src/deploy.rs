@@ -188,6 +188,39 @@ fn keep_policy(o: &Value) -> bool {
         == Some("keep")
 }
 
+/// Release namespaces this agent has seen exist or created: a first install into one of them
+/// does not read it again (one request per BundleDeployment of a first rollout). A deploy that
+/// fails forgets its namespace, and an uninstall or a pruned Namespace object forgets all, so a
+/// namespace deleted meanwhile is created again by the next attempt.
+#[derive(Debug, Default)]
+pub struct KnownNamespaces(std::sync::Mutex<BTreeSet<String>>);
+
+impl KnownNamespaces {
+    fn set(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `ns` was seen to exist.
+    pub fn contains(&self, ns: &str) -> bool {
+        self.set().contains(ns)
+    }
+
+    /// `ns` exists (read or created).
+    pub fn insert(&self, ns: &str) {
+        self.set().insert(ns.to_string());
+    }
+
+    /// `ns` may be gone.
+    pub fn forget(&self, ns: &str) {
+        self.set().remove(ns);
+    }
+
+    /// Any of them may be gone.
+    pub fn clear(&self) {
+        self.set().clear();
+    }
+}
+
 /// What the agent needs to render for this cluster.
 pub struct Target<'a> {
     /// The downstream cluster.
@@ -206,6 +239,8 @@ pub struct Target<'a> {
     pub releases: &'a release::ReleaseCache,
     /// The agent namespace's ServiceAccounts (which one the bundle deploys as).
     pub accounts: &'a crate::accounts::Accounts,
+    /// Release namespaces known to exist.
+    pub namespaces: &'a KnownNamespaces,
     /// Called with each object's apply answer: its watch's echo of that write is no news.
     pub applied: &'a (dyn Fn(&ObjRef, &Value) + Send + Sync),
 }
@@ -258,7 +293,8 @@ pub async fn deploy(
         .map(|r| r.objects().into_iter().collect())
         .unwrap_or_default();
 
-    if current.is_none() && opts.create_namespace.unwrap_or(true) {
+    if current.is_none() && opts.create_namespace.unwrap_or(true) && !t.namespaces.contains(&rel_ns)
+    {
         let ns_ref = ObjRef {
             api_version: "v1".into(),
             kind: "Namespace".into(),
@@ -281,6 +317,7 @@ pub async fn deploy(
                 source,
             })?;
         }
+        t.namespaces.insert(&rel_ns);
     }
 
     let mut applied = Vec::with_capacity(objs.len());
@@ -367,6 +404,9 @@ pub async fn deploy(
                 continue;
             }
             delete_if_ours(ds, &r, &rel_name, &rel_ns).await?;
+            if r.kind == "Namespace" {
+                t.namespaces.clear();
+            }
         }
     }
 

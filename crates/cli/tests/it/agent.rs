@@ -1395,3 +1395,55 @@ fn a_standby_agent_takes_over_the_lease() {
             .is_some()
     );
 }
+
+/// The agent remembers which release namespaces exist, so a first install does not read its
+/// namespace again; one deleted downstream after that is made again by the next install into it
+/// (the failed attempt forgets it), and the bundle goes Ready there.
+#[test]
+fn a_release_namespace_deleted_downstream_is_created_again_by_the_next_install() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
+        return;
+    };
+    let _agent = env.start_agent(&[]);
+    let config_map = |name: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: v\n")
+    };
+    let first = tmp.path().join("first");
+    write(
+        &first,
+        &[
+            ("fleet.yaml", "defaultNamespace: comes-and-goes\n"),
+            ("cm.yaml", &config_map("one")),
+        ],
+    );
+    publish_ready(&env, &first, "first", "first Ready", 60);
+    env.down.ok(&["delete", "namespace", "comes-and-goes"]);
+    eventually("the namespace gone", Duration::from_secs(30), || match env
+        .down
+        .get_json(&["namespace", "comes-and-goes"])
+    {
+        None => Ok(()),
+        Some(ns) => Err(ns["status"].to_string()),
+    });
+    let second = tmp.path().join("second");
+    write(
+        &second,
+        &[
+            ("fleet.yaml", "defaultNamespace: comes-and-goes\n"),
+            ("cm.yaml", &config_map("two")),
+        ],
+    );
+    publish_ready(
+        &env,
+        &second,
+        "second",
+        "second Ready in its namespace made again",
+        60,
+    );
+    let cm = env
+        .down
+        .get_json(&["configmap", "two", "-n", "comes-and-goes"])
+        .expect("ConfigMap two downstream");
+    assert_eq!(cm["data"]["k"], "v");
+}
