@@ -511,20 +511,26 @@ impl WriteCounter {
     async fn print(&self, name: &str, to: u64, total: u64) -> HashMap<String, u64> {
         // The watches trail the writes a little: wait (briefly) until one has seen `to`.
         let deadline = Instant::now() + Duration::from_secs(3);
-        let mut revs = loop {
-            let mut revs = self.revs.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            if let Some((bds, from)) = &self.bds {
-                let seen = bds.lock().unwrap_or_else(|p| p.into_inner());
-                let phase: Vec<u64> = seen.iter().copied().filter(|r| r > from).collect();
-                revs.insert(BD_RESOURCE.to_string(), phase);
-            }
-            let seen = revs.values().flatten().max().copied().unwrap_or(0);
-            if seen >= to || Instant::now() >= deadline {
-                break revs;
+        let latest = |v: &Vec<u64>| v.last().copied().unwrap_or(0);
+        while Instant::now() < deadline {
+            let seen = {
+                let revs = self.revs.lock().unwrap_or_else(|p| p.into_inner());
+                revs.values().map(latest).max().unwrap_or(0)
+            };
+            let bds = self.bds.as_ref().map_or(0, |(b, _)| {
+                latest(&b.lock().unwrap_or_else(|p| p.into_inner()))
+            });
+            if seen.max(bds) >= to {
+                break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
-        };
-        revs.retain(|_, v| !v.is_empty());
+        }
+        let mut revs = self.revs.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some((bds, from)) = &self.bds {
+            let seen = bds.lock().unwrap_or_else(|p| p.into_inner());
+            let phase: Vec<u64> = seen.iter().copied().filter(|r| r > from).collect();
+            revs.insert(BD_RESOURCE.to_string(), phase);
+        }
         let mut counts: Vec<(&String, usize)> = revs
             .iter()
             .map(|(r, v)| (r, v.iter().filter(|x| **x <= to).count()))
@@ -1221,20 +1227,20 @@ mod tests {
             (bd("s-1:abc", false, "True"), false),
             (bd("s-1:abc", true, "False"), false),
         ] {
+            // The verdict read off the whole object, as the tracker read it before.
             let whole: BundleDeployment = serde_json::from_value(v.clone()).unwrap();
+            let st = whole.status.unwrap_or_default();
+            let whole_ready = st.applied_deployment_id == whole.spec.deployment_id
+                && st.ready
+                && st
+                    .conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True");
+            assert_eq!(whole_ready, want);
             let slim: TrackedBd = serde_json::from_value(v).unwrap();
-            assert_eq!(entry(&slim), (whole.spec.deployment_id.clone(), want));
+            assert_eq!(entry(&slim), (whole.spec.deployment_id, want));
             assert_eq!(key(&slim), "cluster-x/b1");
             assert_eq!(slim.metadata.resource_version.as_deref(), Some("42"));
-            let st = whole.status.unwrap_or_default();
-            assert_eq!(entry(&slim).1, {
-                st.applied_deployment_id == whole.spec.deployment_id
-                    && st.ready
-                    && st
-                        .conditions
-                        .iter()
-                        .any(|c| c.type_ == "Ready" && c.status == "True")
-            });
         }
         // A BD without status (just written by the controller) is not Ready.
         let fresh: TrackedBd = serde_json::from_value(json!({

@@ -497,7 +497,6 @@ fn check_expected(key: &str, expected: Option<Rev>, cur: &Obj) -> Result<(), Sto
     }
 }
 
-/// The stored object for a create or update at `rev` (and with `log`, the JSON to log).
 /// Adds to `batch` what arrives within [`COMMIT_DELAY`] (up to [`MAX_BATCH`]); returns a control
 /// message that arrived meanwhile (it ends the wait).
 fn gather(rx: &mpsc::Receiver<Msg>, batch: &mut Vec<WriteReq>) -> Option<Msg> {
@@ -517,6 +516,7 @@ fn gather(rx: &mpsc::Receiver<Msg>, batch: &mut Vec<WriteReq>) -> Option<Msg> {
     None
 }
 
+/// The stored object for a create or update at `rev` (and with `log`, the JSON to log).
 fn finish(
     key: &str,
     value: Option<Encoded>,
