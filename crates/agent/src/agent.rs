@@ -699,7 +699,12 @@ async fn sleep_until_some(at: Option<tokio::time::Instant>) {
 /// Runs the deploy loop until the process ends. Errors talking to the manager are retried by the
 /// watch (capped backoff with jitter) and logged at a capped rate; nothing is deleted because of
 /// them.
-pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
+pub async fn run(
+    up: Upstream,
+    ds: Downstream,
+    agent_namespace: String,
+    mut synced: Option<tokio::sync::oneshot::Sender<()>>,
+) {
     let kube_version = match ds.client.apiserver_version().await {
         Ok(v) => v.git_version,
         Err(e) => {
@@ -841,6 +846,9 @@ pub async fn run(up: Upstream, ds: Downstream, agent_namespace: String) {
             listed = false;
             agent.collect_garbage().await;
             tracing::info!("synced {} bundledeployments", agent.bds.len());
+            if let Some(s) = synced.take() {
+                let _ = s.send(());
+            }
         }
     }
 }

@@ -57,6 +57,17 @@ impl Default for AgentOptions {
 /// Runs the agent against the downstream cluster `downstream` until the process ends: waits for
 /// the credential, then runs the heartbeat and the deploy loop.
 pub async fn run(downstream: kube::Client, opts: AgentOptions) {
+    run_reporting_sync(downstream, opts, None).await
+}
+
+/// As [`run`], and sends on `synced` once the agent has listed its BundleDeployments and handled
+/// each one the first time: from then on it is only following changes. What waits for a fleet
+/// at rest (a benchmark's clock) waits for this.
+pub async fn run_reporting_sync(
+    downstream: kube::Client,
+    opts: AgentOptions,
+    synced: Option<tokio::sync::oneshot::Sender<()>>,
+) {
     // Registration first: a stored credential that works is kept; otherwise the bootstrap Secret
     // (applied by a user or by the manager) is traded for one. Refusals are retried with backoff,
     // since a new token may be applied at any time.
@@ -90,6 +101,7 @@ pub async fn run(downstream: kube::Client, opts: AgentOptions) {
         up,
         objects::Downstream::new(downstream),
         opts.system_namespace,
+        synced,
     )
     .await;
 }

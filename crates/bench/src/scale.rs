@@ -133,17 +133,37 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
         reg_writes as f64 / opts.clusters as f64
     );
 
-    // The agents.
+    // The agents. The clock of a rollout starts on a fleet at rest: every agent following its
+    // BundleDeployments and checked in once, so that neither their start (connections, first
+    // lists) nor their first check-ins fall into the round.
+    let t = Instant::now();
     let mut agents = Vec::with_capacity(downstreams.len());
+    let mut synced = Vec::with_capacity(downstreams.len());
     for d in &downstreams {
-        agents.push(tokio::spawn(fleet_agent::run(
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        synced.push(rx);
+        agents.push(tokio::spawn(fleet_agent::run_reporting_sync(
             d.client.clone(),
             fleet_agent::AgentOptions {
                 system_namespace: AGENT_NAMESPACE.into(),
                 ..Default::default()
             },
+            Some(tx),
         )));
     }
+    tokio::time::timeout(opts.timeout, futures::future::join_all(synced))
+        .await
+        .context("waiting for every agent to list its BundleDeployments")?;
+    let synced_s = t.elapsed().as_secs_f64();
+    wait_checked_in(&admin, opts.clusters, opts.timeout).await?;
+    let checked_in_s = t.elapsed().as_secs_f64();
+    let _ = settle(&admin, Duration::from_secs(2), opts.timeout).await;
+    println!(
+        "agents: {} following their BundleDeployments after {synced_s:.2} s, all checked in after {checked_in_s:.2} s (first check-in {} s after start), at rest after {:.2} s",
+        opts.clusters,
+        fleet_agent::FIRST_CHECKIN.as_secs(),
+        t.elapsed().as_secs_f64()
+    );
 
     let tracker = Tracker::start(admin.clone())?;
     let repo = dir.path().join("repo");
@@ -347,6 +367,41 @@ pub(crate) async fn revision(admin: &Client) -> anyhow::Result<u64> {
         .as_deref()
         .and_then(|v| v.parse().ok())
         .context("the manager's list carries no numeric resourceVersion")
+}
+
+/// Waits until `clusters` Clusters carry an agent check-in (`status.agent.lastSeen`). Read in
+/// pages, every two seconds: a whole list of 10,000 Clusters at once would weigh on the
+/// manager's memory peak, which the bench reports.
+async fn wait_checked_in(admin: &Client, clusters: usize, timeout: Duration) -> anyhow::Result<()> {
+    let api: Api<fleet_api::Cluster> = Api::namespaced(admin.clone(), WORKSPACE);
+    let t = Instant::now();
+    loop {
+        let mut seen = 0;
+        let mut page = ListParams::default().limit(500);
+        loop {
+            let list = api.list(&page).await?;
+            seen += list
+                .items
+                .iter()
+                .filter(|c| {
+                    c.status
+                        .as_ref()
+                        .is_some_and(|s| s.agent.last_seen.is_some())
+                })
+                .count();
+            match list.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => page = page.continue_token(&token),
+                None => break,
+            }
+        }
+        if seen >= clusters {
+            return Ok(());
+        }
+        if t.elapsed() > timeout {
+            bail!("{seen} of {clusters} agents checked in within {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
 }
 
 /// Waits until the store's revision stays put for `quiet`.
