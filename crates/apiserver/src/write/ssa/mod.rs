@@ -690,15 +690,20 @@ pub fn apply(
         source: None,
         lazy: false,
     };
-    let cmp = compare(live_bare, &merged, &ty, info, sub);
+    // What the apply changes matters only to the other managers' fields: with none (a create,
+    // or an object only this manager applies) the two walks over both objects are skipped.
+    let others = entries.iter().any(|e| !e.same_manager(&me));
     let mut conflicts = Vec::new();
-    for e in entries.iter_mut().filter(|e| !e.same_manager(&me)) {
-        let c = e.set.intersection(&cmp.changed);
-        if !c.is_empty() {
-            let paths = c.paths().iter().map(|p| display_path(p)).collect();
-            conflicts.push((e.describe(), paths));
-            if force {
-                e.set = e.set.difference(&c);
+    if others {
+        let cmp = compare(live_bare, &merged, &ty, info, sub);
+        for e in entries.iter_mut().filter(|e| !e.same_manager(&me)) {
+            let c = e.set.intersection(&cmp.changed);
+            if !c.is_empty() {
+                let paths = c.paths().iter().map(|p| display_path(p)).collect();
+                conflicts.push((e.describe(), paths));
+                if force {
+                    e.set = e.set.difference(&c);
+                }
             }
         }
     }
@@ -721,9 +726,11 @@ pub fn apply(
     if !gone.is_empty() {
         typed::remove_paths(&mut result, &gone, &owned, &ty);
     }
-    let after = compare(live_bare, &result, &ty, info, sub);
-    for e in entries.iter_mut().filter(|e| !e.same_manager(&me)) {
-        e.set = e.set.difference(&after.removed);
+    if others {
+        let after = compare(live_bare, &result, &ty, info, sub);
+        for e in entries.iter_mut().filter(|e| !e.same_manager(&me)) {
+            e.set = e.set.difference(&after.removed);
+        }
     }
     match entries.iter_mut().find(|e| e.same_manager(&me)) {
         Some(e) => {
