@@ -691,11 +691,12 @@ pub fn apply(
         lazy: false,
     };
     // What the apply changes matters only to the other managers' fields: with none (a create,
-    // or an object only this manager applies) the two walks over both objects are skipped.
+    // or an object only this manager applies) the walks over both objects are skipped.
     let others = entries.iter().any(|e| !e.same_manager(&me));
     let mut conflicts = Vec::new();
+    let mut cmp = None;
     if others {
-        let cmp = compare(live_bare, &merged, &ty, info, sub);
+        let cmp = cmp.insert(compare(live_bare, &merged, &ty, info, sub));
         for e in entries.iter_mut().filter(|e| !e.same_manager(&me)) {
             let c = e.set.intersection(&cmp.changed);
             if !c.is_empty() {
@@ -727,7 +728,11 @@ pub fn apply(
         typed::remove_paths(&mut result, &gone, &owned, &ty);
     }
     if others {
-        let after = compare(live_bare, &result, &ty, info, sub);
+        // Nothing removed: the result is the merged object, whose comparison is at hand.
+        let after = match cmp.filter(|_| gone.is_empty()) {
+            Some(c) => c,
+            None => compare(live_bare, &result, &ty, info, sub),
+        };
         for e in entries.iter_mut().filter(|e| !e.same_manager(&me)) {
             e.set = e.set.difference(&after.removed);
         }
