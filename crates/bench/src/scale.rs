@@ -157,7 +157,11 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     let synced_s = t.elapsed().as_secs_f64();
     wait_checked_in(&admin, opts.clusters, opts.timeout).await?;
     let checked_in_s = t.elapsed().as_secs_f64();
-    let _ = settle(&admin, Duration::from_secs(2), opts.timeout).await;
+    if let Err(e) = settle(&admin, Duration::from_secs(2), opts.timeout).await {
+        say(&format!(
+            "the fleet did not come to rest before the rollout: {e:#}"
+        ));
+    }
     println!(
         "agents: {} following their BundleDeployments after {synced_s:.2} s, all checked in after {checked_in_s:.2} s (first check-in {} s after start), at rest after {:.2} s",
         opts.clusters,

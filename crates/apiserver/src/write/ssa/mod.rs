@@ -696,9 +696,11 @@ pub fn apply(
     let mut conflicts = Vec::new();
     let mut cmp = None;
     if others {
-        let cmp = cmp.insert(compare(live_bare, &merged, &ty, info, sub));
+        let changed = &cmp
+            .insert(compare(live_bare, &merged, &ty, info, sub))
+            .changed;
         for e in entries.iter_mut().filter(|e| !e.same_manager(&me)) {
-            let c = e.set.intersection(&cmp.changed);
+            let c = e.set.intersection(changed);
             if !c.is_empty() {
                 let paths = c.paths().iter().map(|p| display_path(p)).collect();
                 conflicts.push((e.describe(), paths));
