@@ -3,7 +3,6 @@
 //! and its status patched only when it changed. Deletion downstream happens only when a
 //! BundleDeployment is seen deleted, never because the manager cannot be reached.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,8 +51,10 @@ pub struct Agent {
     failed: HashMap<String, String>,
     /// BDs waiting for their dependencies.
     waiting: HashSet<String>,
-    /// Statuses of deploys held back for [`STATUS_SETTLE`] (by BD name, with the deploymentID
-    /// they report applied): the next check starts from them instead of the BD's stored status.
+    /// Statuses of deploys not written yet (by BD name, with the deploymentID they report
+    /// applied): held back for [`STATUS_SETTLE`], or their write failed. The next check starts
+    /// from them instead of the BD's stored status, so a retry writes the status of the deploy
+    /// that ran instead of deploying again. Dropped once written.
     held: HashMap<String, (String, BundleDeploymentStatus)>,
     drift: DriftWatches,
     queue: VecDeque<String>,
@@ -178,15 +179,16 @@ impl Agent {
             return Ok(());
         }
         let bd = with_values(&self.up, bd).await?;
-        let held = self
-            .held
-            .remove(name)
-            .filter(|(id, _)| *id == bd.spec.deployment_id);
-        let was_held = held.is_some();
-        let mut st = match held {
-            Some((_, st)) => st,
-            None => bd.status.clone().unwrap_or_default(),
+        let held = match self.held.get(name) {
+            Some((id, st)) if *id == bd.spec.deployment_id => Some(st.clone()),
+            Some(_) => {
+                self.held.remove(name);
+                None
+            }
+            None => None,
         };
+        let was_held = held.is_some();
+        let mut st = held.unwrap_or_else(|| bd.status.clone().unwrap_or_default());
         let (rel_name, rel_ns) = deploy::release_of(name, &bd.spec.options);
         // A held status was made by this agent's own deploy less than STATUS_SETTLE ago, and
         // the release records that deploy wrote are in the cache as written: not read again.
@@ -206,14 +208,13 @@ impl Agent {
             .cloned();
         let up_to_date = st.applied_deployment_id == bd.spec.deployment_id && current.is_some();
 
-        // After a deploy: the server's answers to its applies.
+        // After a deploy: the server's answers to its applies, and the objects applied.
         let mut just_applied: Option<Vec<Value>> = None;
-        // Borrowed from the release record when no deploy ran (most checks).
-        let objects: Cow<'_, [Value]> = if up_to_date {
+        let mut deployed_objects: Option<crate::release::Objects> = None;
+        // The release record's when no deploy ran (most checks), else the deploy's.
+        let objects: &[Value] = if up_to_date {
             self.waiting.remove(name);
-            current.as_ref().map_or(Cow::Borrowed(&[][..]), |r| {
-                Cow::Borrowed(r.manifest_objects())
-            })
+            current.as_ref().map_or(&[][..], |r| r.manifest_objects())
         } else {
             if self.failed.get(name) == Some(&bd.spec.deployment_id) {
                 return Ok(());
@@ -261,9 +262,18 @@ impl Agent {
                     st.applied_deployment_id = bd.spec.deployment_id.clone();
                     monitor::set_condition(&mut st.conditions, "Deployed", true, "");
                     monitor::set_condition(&mut st.conditions, "Installed", true, "");
+                    // Held until written: should anything below fail, the retry reports this
+                    // deploy instead of running it again.
+                    self.held.insert(
+                        name.to_string(),
+                        (bd.spec.deployment_id.clone(), st.clone()),
+                    );
                     namespace_metadata(&self.ds, &rel_ns, &bd).await?;
                     just_applied = Some(d.live);
-                    Cow::Owned(d.objects)
+                    deployed_objects
+                        .insert(d.objects)
+                        .get()
+                        .map_or(&[][..], Vec::as_slice)
                 }
                 Err(e) if e.is_manifest_error() => {
                     tracing::warn!(bundledeployment = name, "deploy failed: {e}");
@@ -324,7 +334,7 @@ impl Agent {
         let mut ob = monitor::observe(
             &self.ds,
             &caches,
-            &objects,
+            objects,
             previous,
             (&rel_name, &rel_ns),
             &bd.spec.options,
@@ -336,7 +346,7 @@ impl Agent {
             monitor::observe(
                 &self.ds,
                 &[],
-                &objects,
+                objects,
                 previous,
                 (&rel_name, &rel_ns),
                 &bd.spec.options,
@@ -385,6 +395,7 @@ impl Agent {
         self.write_status(&bd, st)
             .await
             .map_err(|e| e.to_string())?;
+        self.held.remove(name);
         Ok(())
     }
 

@@ -249,8 +249,9 @@ pub struct Target<'a> {
 pub struct Deployed {
     /// `namespace/name:version`, the BD status `release` field.
     pub release: String,
-    /// The objects as applied (namespace and ownership metadata set).
-    pub objects: Vec<Value>,
+    /// The objects as applied (namespace and ownership metadata set), shared with the
+    /// release record that lists them.
+    pub objects: release::Objects,
     /// The server's answers to those applies: the live objects right after the deploy, so the
     /// first status check needs no GET per object.
     pub live: Vec<Value>,
@@ -425,6 +426,7 @@ pub async fn deploy(
         max_history: helm.max_history,
         service_account: &opts.service_account,
     };
+    let applied: release::Objects = std::sync::Arc::new(std::sync::OnceLock::from(applied));
     let version = release::store(&ds.client, t.releases, &new, &applied, previous).await?;
     Ok(Deployed {
         release: format!("{rel_ns}/{rel_name}:{version}"),

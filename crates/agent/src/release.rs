@@ -36,8 +36,12 @@ pub struct Record {
     /// The decoded Helm release JSON.
     pub release: Arc<Value>,
     /// The manifest's objects, parsed on first use.
-    objects: Arc<OnceLock<Vec<Value>>>,
+    objects: Objects,
 }
+
+/// A release's objects, shared between the deploy that applied them and its cached record
+/// (not copied per deploy), or parsed from the manifest on first use.
+pub type Objects = Arc<OnceLock<Vec<Value>>>;
 
 impl Record {
     /// The record a release Secret holds; None for Secrets of another type or that do not
@@ -391,10 +395,10 @@ pub async fn store(
     client: &kube::Client,
     cache: &ReleaseCache,
     new: &NewRelease<'_>,
-    applied: &[Value],
+    applied: &Objects,
     previous: &[Record],
 ) -> Result<i64, ReleaseError> {
-    let manifest = manifest_of(applied);
+    let manifest = manifest_of(applied.get().map_or(&[][..], Vec::as_slice));
     let api: Api<Secret> = Api::namespaced(client.clone(), new.namespace);
     let api_err = |source| ReleaseError::Api {
         namespace: new.namespace.into(),
@@ -453,7 +457,7 @@ pub async fn store(
         .map_err(api_err)?;
     // What the records hold is known here: remembered as written, with their manifests'
     // objects (the applied objects themselves, which is what reading the manifest gives).
-    let remember = |s: &Secret, release: Value, objects: Arc<OnceLock<Vec<Value>>>| {
+    let remember = |s: &Secret, release: Value, objects: Objects| {
         let (Some(rv), Some(secret_name)) =
             (s.metadata.resource_version.clone(), s.metadata.name.clone())
         else {
@@ -467,11 +471,7 @@ pub async fn store(
         };
         cache.remember(new.namespace, new.name, rv, record);
     };
-    remember(
-        &created,
-        release,
-        Arc::new(OnceLock::from(applied.to_vec())),
-    );
+    remember(&created, release, applied.clone());
     // Earlier deployed records become superseded, as after a Helm upgrade.
     for r in previous.iter().filter(|r| r.status() == "deployed") {
         let mut rel = (*r.release).clone();

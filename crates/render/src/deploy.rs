@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
 
 use crate::helm::HelmError;
-use crate::helm::chart::File as ChartFile;
+use crate::helm::chart::{File as ChartFile, Metadata};
 use crate::kustomize::KustomizeError;
 use crate::kustomize::yamlin::{self, Schema};
 use crate::rawyaml::{self, RawYamlChart, RawYamlError};
@@ -192,16 +192,19 @@ fn parent_dir(p: &str) -> &str {
     p.rsplit_once('/').map(|(d, _)| d).unwrap_or(".")
 }
 
+/// A file's path in the chart and its bytes.
+type NamedFile = (String, Vec<u8>);
+
 /// The bundle as chart files: the chart directory moved to the root, or `templates/` and raw
-/// YAML of a raw-YAML bundle (nothing for a kustomize bundle), plus a synthesised
-/// `Chart.yaml` when the bundle has none.
+/// YAML of a raw-YAML bundle (nothing for a kustomize bundle) with the metadata of the chart
+/// synthesised for it (upstream makes that chart in code, so no `Chart.yaml` is read).
 fn chart_files(
     files: &BTreeMap<String, Vec<u8>>,
     style: &Style,
     release: &Release,
     opts: &BundleDeploymentOptions,
-) -> Result<Vec<(String, Vec<u8>)>, RenderError> {
-    let mut out: Vec<(String, Vec<u8>)> = Vec::new();
+) -> Result<(Vec<NamedFile>, Option<Metadata>), RenderError> {
+    let mut out: Vec<NamedFile> = Vec::new();
     if let Some(cy) = &style.chart_yaml {
         let from = parent_dir(cy);
         let prefix = if from == "." {
@@ -227,16 +230,15 @@ fn chart_files(
         }
         let id = &release.bundle_id;
         let chart_name = id.rsplit('/').next().unwrap_or(id);
-        out.push((
-            "Chart.yaml".into(),
-            format!(
-                "apiVersion: v2\nname: {chart_name}\nversion: v0.0.0+{}\n",
-                release.manifest_id
-            )
-            .into_bytes(),
-        ));
+        let metadata = Metadata {
+            api_version: "v2".into(),
+            name: chart_name.into(),
+            version: format!("v0.0.0+{}", release.manifest_id),
+            ..Default::default()
+        };
+        return Ok((out, Some(metadata)));
     }
-    Ok(out)
+    Ok((out, None))
 }
 
 /// Renders a bundle's resources for one target, the way upstream's helmdeployer does:
@@ -256,13 +258,13 @@ pub fn render_bundle(
     let style = determine_style(&files, opts);
     let helm = opts.helm.clone().unwrap_or_default();
 
-    let chart_files = chart_files(&files, &style, release, opts)?;
+    let (chart_files, metadata) = chart_files(&files, &style, release, opts)?;
     let raw_files: Vec<(String, Vec<u8>)> = chart_files
         .iter()
         .filter(|(n, _)| n.starts_with("raw-yaml/"))
         .cloned()
         .collect();
-    let mut chart = crate::helm::chart::load_files(
+    let mut chart = crate::helm::chart::load_files_with(
         chart_files
             .into_iter()
             .map(|(name, data)| ChartFile {
@@ -270,6 +272,7 @@ pub fn render_bundle(
                 data: Arc::from(data),
             })
             .collect(),
+        metadata,
     )?;
     let ann = &mut chart.metadata.annotations;
     ann.insert(

@@ -1434,3 +1434,62 @@ fn a_release_namespace_deleted_downstream_is_created_again_by_the_next_install()
         .expect("ConfigMap two downstream");
     assert_eq!(cm["data"]["k"], "v");
 }
+
+/// A deploy whose status cannot be written (here the agent may not patch BundleDeployment
+/// statuses for a while) is reported by the retry, not run again: one release record, v1.
+#[test]
+fn a_failed_status_write_is_retried_without_deploying_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
+        return;
+    };
+    let role = |status_rule: &str| {
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: fleet-bundle-deployment}}\nrules:\n- apiGroups: [fleet.cattle.io]\n  resources: [bundledeployments]\n  verbs: [get, list, watch]\n- apiGroups: [\"\"]\n  resources: [secrets, configmaps]\n  verbs: [get]\n{status_rule}"
+        )
+    };
+    env.up.apply(&role(""));
+    let agent = env.start_agent(&[]);
+    let src = tmp.path().join("once");
+    config_map_bundle(&src, "once", "once");
+    let (bd, content) = env.deployment_of(&env.bundle(&src, "once"));
+    let id = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
+    env.publish(&bd, &content);
+    eventually(
+        "the deploy done and its status write refused",
+        Duration::from_secs(60),
+        || {
+            let log = agent.stderr.lock().unwrap().join("\n");
+            let deployed = env
+                .down
+                .get_json(&["secret", "sh.helm.release.v1.once.v1", "-n", "once"])
+                .is_some();
+            if deployed && log.contains("bundledeployment once") && log.contains("forbidden") {
+                Ok(())
+            } else {
+                Err(log)
+            }
+        },
+    );
+    env.up.apply(&role(
+        "- apiGroups: [fleet.cattle.io]\n  resources: [bundledeployments/status]\n  verbs: [update, patch]\n",
+    ));
+    wait_status(&env, "once", "once Ready", Duration::from_secs(60), |s| {
+        ready_for(s, &id)
+    });
+    let records = env.down.ok(&[
+        "get",
+        "secrets",
+        "-n",
+        "once",
+        "-l",
+        "owner=helm,name=once",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(
+        records.split_whitespace().collect::<Vec<_>>(),
+        ["secret/sh.helm.release.v1.once.v1"],
+        "the retry must report the deploy that ran, not deploy again"
+    );
+}

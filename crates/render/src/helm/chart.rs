@@ -353,9 +353,18 @@ fn clean_path(p: &str) -> String {
 
 /// Builds a chart from its files (Helm's `LoadFiles`).
 pub fn load_files(files: Vec<File>) -> Result<Chart, ChartError> {
+    load_files_with(files, None)
+}
+
+/// [`load_files`] for a chart whose metadata is made in code rather than read from a
+/// `Chart.yaml` (a bundle of plain manifests): `metadata`, when given, stands for that file.
+pub fn load_files_with(files: Vec<File>, metadata: Option<Metadata>) -> Result<Chart, ChartError> {
     let mut c = Chart::default();
     let mut have_meta = false;
-    if let Some(f) = files.iter().find(|f| f.name == "Chart.yaml") {
+    if let Some(md) = metadata {
+        c.metadata = md;
+        have_meta = true;
+    } else if let Some(f) = files.iter().find(|f| f.name == "Chart.yaml") {
         let v = parse_yaml_raw(&String::from_utf8_lossy(&f.data), "Chart.yaml")
             .map_err(|e| format!("cannot load Chart.yaml: {e}"))?;
         let (md, has_deps) =
