@@ -190,8 +190,8 @@ impl Agent {
         let was_held = held.is_some();
         let mut st = held.unwrap_or_else(|| bd.status.clone().unwrap_or_default());
         let (rel_name, rel_ns) = deploy::release_of(name, &bd.spec.options);
-        // A held status was made by this agent's own deploy less than STATUS_SETTLE ago, and
-        // the release records that deploy wrote are in the cache as written: not read again.
+        // A held status was made by this agent's own deploy (not written yet), and the release
+        // records that deploy wrote are in the cache as written: not read again.
         let cached = was_held
             .then(|| self.releases.records(&rel_ns, &rel_name))
             .flatten();

@@ -41,6 +41,21 @@ fn config_map_bundle(dir: &Path, namespace: &str, name: &str) {
     );
 }
 
+/// Publishes, as BundleDeployment `bd_name`, a bundle of the one ConfigMap `cm` deployed to
+/// `namespace` (written to `dir`); returns its deploymentID.
+fn publish_config_map(
+    env: &AgentEnv,
+    dir: &Path,
+    namespace: &str,
+    cm: &str,
+    bd_name: &str,
+) -> String {
+    config_map_bundle(dir, namespace, cm);
+    let (bd, content) = env.deployment_of(&env.bundle(dir, bd_name));
+    env.publish(&bd, &content);
+    bd["spec"]["deploymentID"].as_str().unwrap().to_string()
+}
+
 /// Waits until the BD's status has applied `id` and satisfies `pred`.
 fn wait_status(
     env: &AgentEnv,
@@ -1368,11 +1383,7 @@ fn a_standby_agent_takes_over_the_lease() {
     );
 
     agents[leader].kill();
-    let src2 = tmp.path().join("two");
-    config_map_bundle(&src2, "lease", "second");
-    let (bd2, content2) = env.deployment_of(&env.bundle(&src2, "two"));
-    let id2 = bd2["spec"]["deploymentID"].as_str().unwrap().to_string();
-    env.publish(&bd2, &content2);
+    let id2 = publish_config_map(&env, &tmp.path().join("two"), "lease", "second", "two");
     // Lease duration 4 s, then a retry period, registration and the deploy.
     wait_status(
         &env,
@@ -1450,11 +1461,7 @@ fn a_failed_status_write_is_retried_without_deploying_again() {
     };
     env.up.apply(&role(""));
     let agent = env.start_agent(&[]);
-    let src = tmp.path().join("once");
-    config_map_bundle(&src, "once", "once");
-    let (bd, content) = env.deployment_of(&env.bundle(&src, "once"));
-    let id = bd["spec"]["deploymentID"].as_str().unwrap().to_string();
-    env.publish(&bd, &content);
+    let id = publish_config_map(&env, &tmp.path().join("once"), "once", "once", "once");
     eventually(
         "the deploy done and its status write refused",
         Duration::from_secs(60),
