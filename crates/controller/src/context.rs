@@ -116,8 +116,6 @@ pub struct Context {
     pub(crate) content_changed: tokio::sync::Notify,
     /// Per Bundle, the fingerprints of the BundleDeployments it wants (see [`DesiredMemo`]).
     desired: Mutex<HashMap<ObjectRef<Bundle>, DesiredMemo>>,
-    /// Until when the paced passes, all together, have spent their budget (see [`paced_charge`]).
-    paced_until: Mutex<Option<Instant>>,
     /// When each Cluster's status was last written (see [`Context::status_spacing`]).
     cluster_status_written: Mutex<HashMap<(String, String), Instant>>,
     /// Bounds the BundleDeployment writes in flight across all reconciles: each needs a
@@ -488,7 +486,6 @@ impl Context {
             contents: Mutex::new(Default::default()),
             content_changed: tokio::sync::Notify::new(),
             desired: Mutex::new(HashMap::new()),
-            paced_until: Mutex::new(None),
             cluster_status_written: Mutex::new(HashMap::new()),
             write_slots: tokio::sync::Semaphore::new(write_slots),
             ready: AtomicBool::new(false),
@@ -602,44 +599,15 @@ impl Context {
         let inputs = DesiredMemo::inputs_of(b, revision);
         let m = self.desired.lock().ok()?;
         let memo = m.get(&ObjectRef::from(b)).filter(|m| m.inputs == inputs)?;
-        let last = memo.settled?;
-        drop(m);
-        self.paced_pass_wait(last, Instant::now())
+        paced_wait(memo.settled?, Instant::now())
     }
 
     /// Records that the pass of `b` started at `started` left nothing to write.
     pub(crate) fn mark_settled(&self, b: &Bundle, started: Instant) {
-        let cost = started.elapsed();
         if let Ok(mut m) = self.desired.lock()
             && let Some(memo) = m.get_mut(&ObjectRef::from(b))
         {
-            memo.settled = Some((started, cost));
-        }
-        self.paced_spent(started, cost);
-    }
-
-    /// How long a paced pass whose last run started at `last.0` and took `last.1` must still
-    /// wait: its own spacing ([`paced_wait`]) or the shared budget, whichever is later.
-    pub(crate) fn paced_pass_wait(
-        &self,
-        last: (Instant, std::time::Duration),
-        now: Instant,
-    ) -> Option<std::time::Duration> {
-        let own = paced_wait(last, now);
-        let shared = self
-            .paced_until
-            .lock()
-            .ok()
-            .and_then(|u| *u)
-            .and_then(|u| u.checked_duration_since(now))
-            .filter(|w| !w.is_zero());
-        own.max(shared)
-    }
-
-    /// Charges a paced pass that started at `started` and took `cost` to the shared budget.
-    pub(crate) fn paced_spent(&self, started: Instant, cost: std::time::Duration) {
-        if let Ok(mut u) = self.paced_until.lock() {
-            *u = Some(paced_charge(*u, started, cost));
+            memo.settled = Some((started, started.elapsed()));
         }
     }
 
@@ -668,18 +636,9 @@ pub(crate) struct DesiredMemo {
 
 /// Passes that only recompute a summary over many BDs (a Bundle's status once its BDs are all
 /// written, a GitRepo's status) run at most this often, and at most once per
-/// `PACED_COST_FACTOR` times their own cost. The cost also counts against one budget shared by
-/// all of them ([`paced_charge`]), so together they take at most a twentieth of a core however
-/// many bundles there are: paced one by one, ten bundles of 10,000 targets took ten times that.
+/// `PACED_COST_FACTOR` times their own cost, so at 100,000 BDs they take a twentieth of a core.
 const PACED_SPACING: std::time::Duration = std::time::Duration::from_secs(1);
 const PACED_COST_FACTOR: u32 = 20;
-
-/// The shared budget after a paced pass that started at `started` and took `cost`: it is spent
-/// for `PACED_COST_FACTOR` times the cost, from the pass's start or from where the budget was
-/// already spent to, whichever is later.
-fn paced_charge(until: Option<Instant>, started: Instant, cost: std::time::Duration) -> Instant {
-    until.map_or(started, |u| u.max(started)) + cost.saturating_mul(PACED_COST_FACTOR)
-}
 
 /// How long a paced pass must still wait after one that started at `last.0` and took `last.1`
 /// (None: run now).
@@ -981,7 +940,7 @@ impl Context {
 
 #[cfg(test)]
 mod tests {
-    use super::{paced_charge, paced_wait};
+    use super::paced_wait;
     use std::time::{Duration, Instant};
 
     #[test]
@@ -994,20 +953,5 @@ mod tests {
         // A 200 ms pass: four seconds.
         assert_eq!(paced_wait((t0, ms(200)), t0 + ms(1000)), Some(ms(3000)));
         assert_eq!(paced_wait((t0, ms(200)), t0 + ms(4000)), None);
-    }
-
-    #[test]
-    fn paced_passes_share_one_budget() {
-        let t0 = Instant::now();
-        let ms = Duration::from_millis;
-        // Ten 13 ms passes started together (ten bundles' settled passes): the budget is spent
-        // for 20 x 130 ms, so together they run at most once per 2.6 s, not each once a second.
-        let mut until = None;
-        for _ in 0..10 {
-            until = Some(paced_charge(until, t0, ms(13)));
-        }
-        assert_eq!(until, Some(t0 + ms(2600)));
-        // A pass after the budget ran out is charged from its own start.
-        assert_eq!(paced_charge(until, t0 + ms(5000), ms(10)), t0 + ms(5200));
     }
 }

@@ -48,7 +48,7 @@ pub struct PollState {
     helm_secrets: u64,
     built_helm_secrets: u64,
     /// When the status was last computed and how long that took: a pass that neither polls nor
-    /// builds is paced by it ([`Context::paced_pass_wait`]), since the summary reads every BD
+    /// builds is paced by it ([`crate::context::paced_wait`]), since the summary reads every BD
     /// of the GitRepo (a fifth of the manager at 100,000 BDs when it ran on every trigger).
     summarized: Option<(Instant, Duration)>,
 }
@@ -326,7 +326,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
         && g.status.is_some()
         && let Some(wait) = st
             .summarized
-            .and_then(|last| ctx.paced_pass_wait(last, now))
+            .and_then(|last| crate::context::paced_wait(last, now))
     {
         let until_poll = st
             .next_poll
@@ -363,9 +363,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     let awaiting_webhook = st.webhook.is_some();
     let started = Instant::now();
     let status = compute_status(&ctx, &g, &st);
-    let cost = started.elapsed();
-    st.summarized = Some((started, cost));
-    ctx.paced_spent(started, cost);
+    st.summarized = Some((started, started.elapsed()));
     save_state(&ctx, &uid, st);
     write_status(&ctx, &api, &g, status).await?;
     if g.spec.disable_polling
