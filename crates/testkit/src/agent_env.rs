@@ -41,7 +41,32 @@ pub struct AgentEnv {
     pub agent_kubeconfig: PathBuf,
 }
 
+/// The ClusterRole `fleet-bundle-deployment` the agent's account is bound to, as YAML; without
+/// `status`, the agent may read BundleDeployments but not write their status (a test takes that
+/// right away and gives it back).
+pub fn bundle_deployment_role(status: bool) -> String {
+    let status_rule = if status {
+        "- apiGroups: [fleet.cattle.io]\n  resources: [bundledeployments/status]\n  verbs: [update, patch]\n"
+    } else {
+        ""
+    };
+    format!(
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: fleet-bundle-deployment}}
+rules:
+- apiGroups: [fleet.cattle.io]
+  resources: [bundledeployments]
+  verbs: [get, list, watch]
+{status_rule}- apiGroups: [""]
+  resources: [secrets, configmaps]
+  verbs: [get]
+"#
+    )
+}
+
 fn rbac_yaml() -> String {
+    let role = bundle_deployment_role(true);
     format!(
         r#"apiVersion: v1
 kind: Namespace
@@ -55,20 +80,7 @@ apiVersion: v1
 kind: ServiceAccount
 metadata: {{name: agent, namespace: {CLUSTER_NAMESPACE}}}
 ---
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {{name: fleet-bundle-deployment}}
-rules:
-- apiGroups: [fleet.cattle.io]
-  resources: [bundledeployments]
-  verbs: [get, list, watch]
-- apiGroups: [fleet.cattle.io]
-  resources: [bundledeployments/status]
-  verbs: [update, patch]
-- apiGroups: [""]
-  resources: [secrets, configmaps]
-  verbs: [get]
----
+{role}---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {{name: fleet-content}}

@@ -1454,12 +1454,7 @@ fn a_failed_status_write_is_retried_without_deploying_again() {
     let Some(env) = AgentEnv::start(fleet_bin!(), tmp.path(), &[]) else {
         return;
     };
-    let role = |status_rule: &str| {
-        format!(
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: fleet-bundle-deployment}}\nrules:\n- apiGroups: [fleet.cattle.io]\n  resources: [bundledeployments]\n  verbs: [get, list, watch]\n- apiGroups: [\"\"]\n  resources: [secrets, configmaps]\n  verbs: [get]\n{status_rule}"
-        )
-    };
-    env.up.apply(&role(""));
+    env.up.apply(&agent_env::bundle_deployment_role(false));
     let agent = env.start_agent(&[]);
     let id = publish_config_map(&env, &tmp.path().join("once"), "once", "once", "once");
     eventually(
@@ -1478,9 +1473,7 @@ fn a_failed_status_write_is_retried_without_deploying_again() {
             }
         },
     );
-    env.up.apply(&role(
-        "- apiGroups: [fleet.cattle.io]\n  resources: [bundledeployments/status]\n  verbs: [update, patch]\n",
-    ));
+    env.up.apply(&agent_env::bundle_deployment_role(true));
     wait_status(&env, "once", "once Ready", Duration::from_secs(60), |s| {
         ready_for(s, &id)
     });
