@@ -15,8 +15,19 @@ use crate::storage::store::{Obj, Rev, StoreError};
 use crate::storage::validation::validate_metadata;
 use crate::write::strategy;
 
-/// How many times a read-modify-write retries on a conflicting concurrent write.
-const MAX_RETRIES: usize = 16;
+/// Lost races after which a read-modify-write gives the other writers a turn before it reads
+/// again. Without a client precondition it retries until it wins, as Kubernetes'
+/// GuaranteedUpdate does: each conflict means another write landed, so the system progresses,
+/// and a bounded retry count turned contention (many clients patching one object while the
+/// collector marks it) into a 409 the client never asked for.
+const YIELD_AFTER: usize = 4;
+
+/// Waits before the next attempt of a read-modify-write that lost `lost` races in a row.
+async fn after_lost_race(lost: usize) {
+    if lost >= YIELD_AFTER {
+        tokio::task::yield_now().await;
+    }
+}
 
 /// Finalizer the garbage collector uses for foreground deletion.
 pub const FOREGROUND: &str = "foregroundDeletion";
@@ -326,7 +337,8 @@ impl ApiServer {
         F: FnMut(&Value) -> ApiResult<Option<Value>>,
     {
         let key = info.key(ns, name);
-        for _ in 0..MAX_RETRIES {
+        let mut lost = 0;
+        loop {
             let Some(cur) = self.store().get(&key) else {
                 return Err(ApiError::not_found(&info.group, &info.plural, name));
             };
@@ -371,11 +383,13 @@ impl ApiServer {
                     }
                     return Ok(Written::Stored(o));
                 }
-                Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,
+                Err(StoreError::Conflict { .. }) if precondition.is_none() => {
+                    lost += 1;
+                    after_lost_race(lost).await;
+                }
                 Err(e) => return Err(ApiError::from_store(e, &info.group, &info.plural, name)),
             }
         }
-        Err(ApiError::conflict(&info.group, &info.plural, name))
     }
 
     /// Turns a client's desired object into what gets stored: immutable metadata kept, status
@@ -518,7 +532,8 @@ impl ApiServer {
             .with_details("", "namespaces", name));
         }
         let key = info.key(ns, name);
-        for _ in 0..MAX_RETRIES {
+        let mut lost = 0;
+        loop {
             let Some(cur) = self.store().get(&key) else {
                 return Err(ApiError::not_found(&info.group, &info.plural, name));
             };
@@ -574,11 +589,13 @@ impl ApiServer {
                     self.inner.gc_kick.notify_one();
                     return Ok(Written::Stored(o));
                 }
-                Err(StoreError::Conflict { .. }) if opts.resource_version.is_none() => continue,
+                Err(StoreError::Conflict { .. }) if opts.resource_version.is_none() => {
+                    lost += 1;
+                    after_lost_race(lost).await;
+                }
                 Err(e) => return Err(ApiError::from_store(e, &info.group, &info.plural, name)),
             }
         }
-        Err(ApiError::conflict(&info.group, &info.plural, name))
     }
 }
 
