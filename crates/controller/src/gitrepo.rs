@@ -4,7 +4,7 @@
 //! `fleet_bundle` exactly as `fleet apply` would, writes the ones that differ, prunes stale ones
 //! (only when every path built), and aggregates the GitRepo's status from its Bundles and BDs.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,9 +47,10 @@ pub struct PollState {
     /// used: a changed Secret rebuilds the Bundles (upstream reruns its job on a Secret change).
     helm_secrets: u64,
     built_helm_secrets: u64,
-    /// When the status was last computed and how long that took: a pass that neither polls nor
-    /// builds is paced by it ([`crate::context::paced_wait`]), since the summary reads every BD
-    /// of the GitRepo (a fifth of the manager at 100,000 BDs when it ran on every trigger).
+    /// When the status was last computed and how long that took: a pass that builds nothing
+    /// and whose poll (if any) changed nothing is paced by it ([`crate::context::paced_wait`]),
+    /// since the summary reads every BD of the GitRepo (a fifth of the manager at 100,000 BDs
+    /// when it ran on every trigger; a seventh when it still ran after every 1 s poll).
     summarized: Option<(Instant, Duration)>,
 }
 
@@ -219,6 +220,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     }
 
     let mut st = state_of(&ctx, &uid);
+    let refused_before = st.refused.clone();
     // GitRepoRestrictions: refused → no polling, the reason in `Accepted`; defaults → the spec.
     let restrictions = ctx.stores.restrictions.state();
     let here: Vec<&fleet_api::GitRepoRestriction> = restrictions
@@ -265,6 +267,12 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     let may_poll = !g.spec.disable_polling || st.commit.is_empty() || st.webhook.is_some();
     let mut creds = None;
     let polled = due && may_poll;
+    // What a poll can change in the status: a poll that finds the same commit and the same
+    // error (every second, the bench's interval) leaves the summary paced.
+    let seen = (
+        st.commit.clone(),
+        st.poll_error.as_ref().map(|e| (e.message.clone(), e.auth)),
+    );
     if polled {
         st.helm_secrets = helm_secrets_fingerprint(&ctx, &g).await;
         match credentials(&ctx, &g).await {
@@ -321,7 +329,14 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     let want = (st.commit.clone(), generation, g.spec.force_sync_generation);
     let stale = st.applied.as_ref() != Some(&want) || st.built_helm_secrets != st.helm_secrets;
     let build = !st.commit.is_empty() && stale && st.poll_error.is_none();
-    if !polled
+    let changed = st.refused != refused_before
+        || polled
+            && seen
+                != (
+                    st.commit.clone(),
+                    st.poll_error.as_ref().map(|e| (e.message.clone(), e.auth)),
+                );
+    if !changed
         && !build
         && g.status.is_some()
         && let Some(wait) = st
@@ -711,7 +726,7 @@ fn compute_status(ctx: &Context, g: &GitRepo, st: &PollState) -> GitRepoStatus {
 
     // Summary over BDs of the GitRepo's bundles.
     let mut summary = fleet_api::BundleSummary::default();
-    let mut clusters: BTreeMap<String, bool> = BTreeMap::new();
+    let mut clusters: HashMap<crate::bds::Str, bool> = HashMap::new();
     let mut bundle_error = None;
     let mut counts = fleet_api::ResourceCounts::default();
     let bundles = bundles_of(ctx, &ns, &name);
@@ -726,10 +741,7 @@ fn compute_status(ctx: &Context, g: &GitRepo, st: &PollState) -> GitRepoStatus {
             bundle_error = Some(c.message.clone());
         }
         let bn = b.metadata.name.clone().unwrap_or_default();
-        for (bdns, bdname) in ctx.stores.bds.of_bundle(&ns, &bn) {
-            let Some(bd) = ctx.stores.bds.get(&bdns, &bdname) else {
-                continue;
-            };
+        for ((bdns, bdname), bd) in ctx.stores.bds.of_bundle_with(&ns, &bn) {
             let f = bd.facts();
             let state = fleet_targeting::status::state_of(&f);
             summary.desired_ready += 1;
@@ -751,10 +763,7 @@ fn compute_status(ctx: &Context, g: &GitRepo, st: &PollState) -> GitRepoStatus {
             }
             // A cluster is one BundleDeployment namespace (its cluster namespace).
             let ready = state == fleet_api::state::BundleState::Ready;
-            let e = match clusters.get_mut(&*bdns) {
-                Some(e) => e,
-                None => clusters.entry(bdns.to_string()).or_insert(true),
-            };
+            let e = clusters.entry(bdns).or_insert(true);
             *e = *e && ready;
         }
     }
