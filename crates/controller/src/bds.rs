@@ -9,7 +9,7 @@
 //! conditioned on, and the status parts the summaries read. Strings shared by many
 //! BundleDeployments (a bundle's name and IDs, a cluster's namespace) are interned.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -285,8 +285,9 @@ impl<T: ?Sized + Eq + Hash> Interner<T> {
 struct Inner {
     /// By namespace, then name (in name order: summaries list entries in that order).
     by_namespace: HashMap<Str, BTreeMap<Str, Arc<CachedBd>>>,
-    /// By bundle namespace and name (labels), in (namespace, name) order.
-    by_bundle: HashMap<Str, HashMap<Str, BTreeSet<BdKey>>>,
+    /// By bundle namespace and name (labels), in (namespace, name) order: the same objects as
+    /// `by_namespace`, so a bundle's summary reads its BDs without a lookup each.
+    by_bundle: HashMap<Str, HashMap<Str, BTreeMap<BdKey, Arc<CachedBd>>>>,
     len: usize,
     strings: Interner<str>,
     owners: Interner<BundleLabels>,
@@ -405,13 +406,14 @@ impl Inner {
 
     fn insert(&mut self, key: BdKey, bd: CachedBd) -> Option<Arc<CachedBd>> {
         let owner = Self::owner(&bd);
+        let bd = Arc::new(bd);
         let old = self
             .by_namespace
             .entry(key.0.clone())
             .or_default()
-            .insert(key.1.clone(), Arc::new(bd));
+            .insert(key.1.clone(), bd.clone());
         match &old {
-            Some(o) if Self::owner(o) == owner => return old,
+            Some(o) if Self::owner(o) == owner => {}
             Some(o) => self.unindex(&key, o),
             None => self.len += 1,
         }
@@ -420,7 +422,7 @@ impl Inner {
             .or_default()
             .entry(owner.1)
             .or_default()
-            .insert(key);
+            .insert(key, bd);
         old
     }
 
@@ -519,23 +521,19 @@ impl BdCache {
         g.by_bundle
             .get(namespace)
             .and_then(|n| n.get(name))
-            .map(|s| s.iter().cloned().collect())
+            .map(|s| s.keys().cloned().collect())
             .unwrap_or_default()
     }
 
-    /// The BDs of a bundle with their keys, in (namespace, name) order, read under one lock: a
-    /// summary over 10,000 of them does not take the lock and hash the key once per BD.
+    /// The BDs of a bundle with their keys, in (namespace, name) order: a summary over 10,000
+    /// of them does not take the lock and look each up.
     pub fn of_bundle_with(&self, namespace: &str, name: &str) -> Vec<(BdKey, Arc<CachedBd>)> {
         let g = self.read();
-        let Some(keys) = g.by_bundle.get(namespace).and_then(|n| n.get(name)) else {
-            return Vec::new();
-        };
-        keys.iter()
-            .filter_map(|k| {
-                let bd = g.by_namespace.get(&k.0)?.get(&k.1)?;
-                Some((k.clone(), bd.clone()))
-            })
-            .collect()
+        g.by_bundle
+            .get(namespace)
+            .and_then(|n| n.get(name))
+            .map(|s| s.iter().map(|(k, bd)| (k.clone(), bd.clone())).collect())
+            .unwrap_or_default()
     }
 
     /// The BDs in a namespace (a cluster namespace), in name order.
