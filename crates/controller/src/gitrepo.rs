@@ -54,6 +54,21 @@ pub struct PollState {
     summarized: Option<(Instant, Duration)>,
 }
 
+impl PollState {
+    /// What of this state the status shows besides the summary (commit, poll error, refusal):
+    /// a pass that changes none of it and builds nothing only refreshes the summary, and that
+    /// is paced.
+    fn shown(&self) -> (String, Option<(String, bool)>, Option<String>) {
+        (
+            self.commit.clone(),
+            self.poll_error
+                .as_ref()
+                .map(|e| (e.message.clone(), e.auth)),
+            self.refused.clone(),
+        )
+    }
+}
+
 /// How long a webhook's commit is waited for (upstream: 30 s of 2 s requeues).
 const WEBHOOK_WAIT: Duration = Duration::from_secs(30);
 
@@ -220,7 +235,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     }
 
     let mut st = state_of(&ctx, &uid);
-    let refused_before = st.refused.clone();
+    let shown_before = st.shown();
     // GitRepoRestrictions: refused → no polling, the reason in `Accepted`; defaults → the spec.
     let restrictions = ctx.stores.restrictions.state();
     let here: Vec<&fleet_api::GitRepoRestriction> = restrictions
@@ -267,12 +282,6 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     let may_poll = !g.spec.disable_polling || st.commit.is_empty() || st.webhook.is_some();
     let mut creds = None;
     let polled = due && may_poll;
-    // What a poll can change in the status: a poll that finds the same commit and the same
-    // error (every second, the bench's interval) leaves the summary paced.
-    let seen = (
-        st.commit.clone(),
-        st.poll_error.as_ref().map(|e| (e.message.clone(), e.auth)),
-    );
     if polled {
         st.helm_secrets = helm_secrets_fingerprint(&ctx, &g).await;
         match credentials(&ctx, &g).await {
@@ -329,14 +338,9 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     let want = (st.commit.clone(), generation, g.spec.force_sync_generation);
     let stale = st.applied.as_ref() != Some(&want) || st.built_helm_secrets != st.helm_secrets;
     let build = !st.commit.is_empty() && stale && st.poll_error.is_none();
-    let changed = st.refused != refused_before
-        || polled
-            && seen
-                != (
-                    st.commit.clone(),
-                    st.poll_error.as_ref().map(|e| (e.message.clone(), e.auth)),
-                );
-    if !changed
+    // A poll that finds the same commit and the same error (every second, the bench's
+    // interval) leaves the summary paced.
+    if st.shown() == shown_before
         && !build
         && g.status.is_some()
         && let Some(wait) = st
