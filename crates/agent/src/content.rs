@@ -2,7 +2,6 @@
 //! manifestID and cached (Contents are immutable: their name is the hash of what they hold).
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::sync::Arc;
 
 use base64::Engine;
@@ -50,10 +49,8 @@ pub fn decode(name: &str, content: &ContentFields) -> Result<Vec<BundleResource>
     let gz = base64::engine::general_purpose::STANDARD
         .decode(b64.trim())
         .map_err(|e| err(format!("field content: base64: {e}")))?;
-    let mut json = Vec::new();
-    flate2::read::GzDecoder::new(&gz[..])
-        .read_to_end(&mut json)
-        .map_err(|e| err(format!("field content: gzip: {e}")))?;
+    let json =
+        fleet_api::gzip::gunzip(&gz).map_err(|e| err(format!("field content: gzip: {e}")))?;
     #[derive(serde::Deserialize)]
     struct Manifest {
         #[serde(default)]

@@ -5,7 +5,6 @@
 //! also the agent's memory of which objects a BundleDeployment created (for prune and uninstall).
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use base64::Engine;
@@ -133,46 +132,11 @@ pub enum ReleaseError {
     },
 }
 
-/// base64(gzip(json)), as Helm's Secrets driver encodes a release. Gzip's fastest level: any
-/// level decodes the same, and the default level was most of the cost of writing a record.
+/// base64(gzip(json)), as Helm's Secrets driver encodes a release (gzip at its fastest level:
+/// any level decodes the same).
 pub fn encode(release: &Value) -> std::io::Result<String> {
-    Ok(base64::engine::general_purpose::STANDARD.encode(gzip(&serde_json::to_vec(release)?)?))
-}
-
-thread_local! {
-    /// One deflate state per thread, reset for each record: a new one is some hundred KiB of
-    /// tables, zeroed and faulted in again for every record of a few KiB.
-    static DEFLATE: std::cell::RefCell<flate2::Compress> =
-        std::cell::RefCell::new(flate2::Compress::new(flate2::Compression::fast(), false));
-}
-
-/// `data` gzipped at the fastest level, byte for byte what `flate2::write::GzEncoder` writes
-/// (its header for that level: no name, mtime 0, XFL 4, OS 255), with a reused deflate state.
-fn gzip(data: &[u8]) -> std::io::Result<Vec<u8>> {
-    DEFLATE.with_borrow_mut(|c| {
-        c.reset();
-        let mut out = Vec::with_capacity(data.len() / 2 + 64);
-        out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255]);
-        loop {
-            let done = usize::try_from(c.total_in()).unwrap_or(data.len());
-            let status = c
-                .compress_vec(
-                    data.get(done..).unwrap_or_default(),
-                    &mut out,
-                    flate2::FlushCompress::Finish,
-                )
-                .map_err(std::io::Error::other)?;
-            if status == flate2::Status::StreamEnd {
-                break;
-            }
-            out.reserve(out.capacity().max(64));
-        }
-        let mut crc = flate2::Crc::new();
-        crc.update(data);
-        out.extend_from_slice(&crc.sum().to_le_bytes());
-        out.extend_from_slice(&crc.amount().to_le_bytes());
-        Ok(out)
-    })
+    Ok(base64::engine::general_purpose::STANDARD
+        .encode(fleet_api::gzip::gzip_fast(&serde_json::to_vec(release)?)))
 }
 
 /// The inverse of [`encode`] (Helm also accepts un-gzipped JSON).
@@ -181,11 +145,7 @@ pub fn decode(data: &[u8]) -> Option<Value> {
         .decode(data)
         .ok()?;
     let json = if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
-            .ok()?;
-        out
+        fleet_api::gzip::gunzip(&raw).ok()?
     } else {
         raw
     };
@@ -565,7 +525,6 @@ pub async fn delete_all(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
     #[test]
     fn the_cache_holds_what_was_written_oldest_first_and_forgets_deleted_records() {
@@ -609,21 +568,6 @@ mod tests {
         );
         assert_eq!(decode(enc.as_bytes()).unwrap(), rel);
         assert_eq!(secret_name("app", 2), "sh.helm.release.v1.app.v2");
-    }
-
-    #[test]
-    fn gzip_is_what_gz_encoder_writes_also_with_a_reused_state() {
-        let big: String = (0..20_000).map(|i| format!("{i:x}-")).collect();
-        for data in [&b""[..], b"x", br#"{"a":1}"#, big.as_bytes(), b"x"] {
-            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-            enc.write_all(data).unwrap();
-            assert_eq!(
-                gzip(data).unwrap(),
-                enc.finish().unwrap(),
-                "{} bytes",
-                data.len()
-            );
-        }
     }
 
     #[test]

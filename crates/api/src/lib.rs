@@ -4,6 +4,7 @@
 pub mod crds;
 pub mod duration;
 pub mod fleetyaml;
+pub mod gzip;
 pub mod keys;
 pub mod names;
 pub mod paths;

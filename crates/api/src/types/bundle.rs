@@ -58,18 +58,13 @@ impl BundleResource {
     /// is the reason alone; callers name the resource.
     pub fn decode(&self) -> Result<Vec<u8>, String> {
         use base64::Engine;
-        use std::io::Read;
         match self.encoding.as_str() {
             "" => Ok(self.content.clone().into_bytes()),
             "base64+gz" => {
                 let gz = base64::engine::general_purpose::STANDARD
                     .decode(&self.content)
                     .map_err(|e| e.to_string())?;
-                let mut out = Vec::new();
-                flate2::read::GzDecoder::new(&gz[..])
-                    .read_to_end(&mut out)
-                    .map_err(|e| e.to_string())?;
-                Ok(out)
+                crate::gzip::gunzip(&gz).map_err(|e| e.to_string())
             }
             other => Err(format!("unknown encoding {other:?}")),
         }
