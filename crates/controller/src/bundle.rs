@@ -52,7 +52,8 @@ pub async fn controller(ctx: Arc<Context>) {
     let parts = ctx.take_queue(|s| s.bundles.take(), |r| r.bundle.take());
     let cfg = QueueConfig {
         kind: "bundle",
-        debounce: Duration::from_millis(50),
+        debounce: Duration::ZERO,
+        trigger_debounce: Duration::from_millis(50),
         concurrency: 2,
         skip_status_only: Some(crate::context::no_status_input),
     };

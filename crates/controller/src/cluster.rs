@@ -24,6 +24,7 @@ pub async fn controller(ctx: Arc<Context>) {
     let cfg = QueueConfig {
         kind: "cluster",
         debounce: Duration::from_millis(100),
+        trigger_debounce: Duration::ZERO,
         concurrency: 8,
         // Its own status writes do not queue a Cluster again: during a rollout each write
         // would recompute (and rewrite) the summary at once, bypassing the BundleDeployment
@@ -81,6 +82,7 @@ pub async fn group_controller(ctx: Arc<Context>) {
     let cfg = QueueConfig {
         kind: "clustergroup",
         debounce: Duration::from_millis(200),
+        trigger_debounce: Duration::ZERO,
         concurrency: 4,
         skip_status_only: Some(crate::context::no_status_input),
     };

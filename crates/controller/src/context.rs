@@ -817,8 +817,13 @@ where
 pub(crate) struct QueueConfig<K> {
     /// Name in logs (`<kind> reconcile: <error>`).
     pub kind: &'static str,
-    /// Coalescing window for repeated keys.
+    /// Coalescing window for repeated keys, whatever queued them.
     pub debounce: std::time::Duration,
+    /// A further window for keys queued by triggers (events of related kinds): a rollout's
+    /// BundleDeployment changes queue their Bundle and GitRepo hundreds of times a second, while
+    /// an object's own change (a new GitRepo, a Bundle written from a commit) should start at
+    /// once rather than wait out a window, so a kind can debounce only its triggers.
+    pub trigger_debounce: std::time::Duration,
     /// Keys reconciled at once.
     pub concurrency: u16,
     /// Ignore events that change only the status (the reconciler's own status writes): with
@@ -875,6 +880,7 @@ pub(crate) async fn run_queue<K, R, Fut>(
         + 'static,
 {
     use kube::runtime::controller::{Action, Config, Controller};
+    use kube::runtime::scheduler::ScheduleRequest;
     let (Some(sub), Some(rx)) = parts else {
         return;
     };
@@ -899,8 +905,15 @@ pub(crate) async fn run_queue<K, R, Fut>(
         };
         futures::future::ready(pass)
     });
+    let triggers = kube::runtime::scheduler::debounced_scheduler(
+        crate::gitrepo::channel_stream(rx).map(|message| ScheduleRequest {
+            message,
+            run_at: tokio::time::Instant::now(),
+        }),
+        cfg.trigger_debounce,
+    );
     Controller::for_shared_stream(sub, store)
-        .reconcile_on(crate::gitrepo::channel_stream(rx))
+        .reconcile_on(triggers)
         .with_config(
             Config::default()
                 .debounce(cfg.debounce)

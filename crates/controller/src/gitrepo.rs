@@ -95,7 +95,8 @@ pub async fn controller(ctx: Arc<Context>) {
     let parts = ctx.take_queue(|s| s.gitrepos.take(), |r| r.gitrepo.take());
     let cfg = QueueConfig {
         kind: "gitrepo",
-        debounce: Duration::from_millis(100),
+        debounce: Duration::ZERO,
+        trigger_debounce: Duration::from_millis(100),
         concurrency: 8,
         // Its own status writes do not queue a GitRepo again (polling has its own timer and
         // BundleDeployment changes their trigger); of its status it reads only whether a
