@@ -6,9 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use kube::Api;
 use kube::Resource;
-use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, GetParams, GroupVersionKind, Patch, PatchParams,
-};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, GetParams, Patch, PatchParams};
 use serde_json::Value;
 
 /// The field manager of every downstream write the agent makes.
@@ -81,7 +79,8 @@ pub struct Kind {
 pub struct Downstream {
     /// Client for the downstream cluster.
     pub client: kube::Client,
-    kinds: Arc<Mutex<HashMap<(String, String), Kind>>>,
+    /// Every kind of each group-version looked up so far, by apiVersion then kind.
+    kinds: Arc<Mutex<HashMap<String, HashMap<String, Kind>>>>,
 }
 
 impl Downstream {
@@ -101,30 +100,37 @@ impl Downstream {
         })
     }
 
-    /// Resolves apiVersion/kind through discovery (once per kind; failures are not cached, so a
-    /// kind whose CRD was just created resolves once it is served).
+    /// Resolves apiVersion/kind through discovery. One document lists every kind of a
+    /// group-version, so each is read once, and again only for a kind it did not list
+    /// (failures are not cached: a kind whose CRD was just created resolves once it is served).
     pub async fn kind(&self, api_version: &str, kind: &str) -> Result<Kind, kube::Error> {
-        let key = (api_version.to_string(), kind.to_string());
-        if let Some(k) = self
-            .kinds
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
-            return Ok(k.clone());
+        let cached = |kinds: &HashMap<String, HashMap<String, Kind>>| {
+            kinds.get(api_version).and_then(|m| m.get(kind)).cloned()
+        };
+        if let Some(k) = cached(&self.kinds.lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(k);
         }
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        let (resource, caps) = kube::discovery::pinned_kind(&self.client, &gvk).await?;
-        let k = Kind {
-            resource,
-            namespaced: caps.scope == kube::discovery::Scope::Namespaced,
-        };
-        self.kinds
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, k.clone());
-        Ok(k)
+        let gv = kube::core::GroupVersion::gv(group, version);
+        let found = kube::discovery::pinned_group(&self.client, &gv).await?;
+        let listed: HashMap<String, Kind> = found
+            .versioned_resources(version)
+            .into_iter()
+            .map(|(resource, caps)| {
+                let k = Kind {
+                    resource,
+                    namespaced: caps.scope == kube::discovery::Scope::Namespaced,
+                };
+                (k.resource.kind.clone(), k)
+            })
+            .collect();
+        let mut kinds = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
+        kinds.insert(api_version.to_string(), listed);
+        cached(&kinds).ok_or_else(|| {
+            kube::Error::Discovery(kube::error::DiscoveryError::MissingKind(format!(
+                "{api_version} {kind}"
+            )))
+        })
     }
 
     /// The dynamic API for one object.
