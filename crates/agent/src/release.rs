@@ -165,13 +165,11 @@ pub fn manifest_objects(manifest: &str) -> Vec<Value> {
 pub fn manifest_of(objs: &[Value]) -> String {
     let mut out = String::new();
     for o in objs {
-        let opts = serde_saphyr::ser_options! { folded_wrap_chars: usize::MAX };
-        if let Ok(y) = serde_saphyr::to_string_with_options(o, opts) {
-            out.push_str("---\n");
-            out.push_str(&y);
-            if !y.ends_with('\n') {
-                out.push('\n');
-            }
+        let y = fleet_render::kustomize::goyaml::to_yaml(o);
+        out.push_str("---\n");
+        out.push_str(&y);
+        if !y.ends_with('\n') {
+            out.push('\n');
         }
     }
     out
@@ -633,6 +631,39 @@ mod tests {
             "nested": {"empty": {}, "list": [], "null": null, "bool": false},
         })];
         assert_eq!(manifest_objects(&manifest_of(&objs)), objs);
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let scalar = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            (-1e6f64..1e6).prop_map(Value::from),
+            // Long strings with spaces and breaks: an emitter folds them past its width.
+            "[ a-z0-9:#'\"\\-]{0,200}".prop_map(Value::from),
+            "[ -~\n\t\u{a0}\u{85}é☃]{0,40}".prop_map(Value::from),
+        ];
+        scalar.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map("[a-zA-Z0-9_./ -]{1,12}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn manifest_round_trip_keeps_any_object(data in proptest::collection::btree_map("[a-z0-9_.-]{1,12}", json_value(), 0..6)) {
+            let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+            for (k, v) in data {
+                obj[format!("f{k}")] = v;
+            }
+            let objs = vec![obj];
+            proptest::prop_assert_eq!(manifest_objects(&manifest_of(&objs)), objs);
+        }
     }
 
     #[test]
