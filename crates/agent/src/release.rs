@@ -136,7 +136,7 @@ pub enum ReleaseError {
 /// any level decodes the same).
 pub fn encode(release: &Value) -> std::io::Result<String> {
     Ok(base64::engine::general_purpose::STANDARD
-        .encode(fleet_api::gzip::gzip_fast(&serde_json::to_vec(release)?)))
+        .encode(fleet_api::gzip::gzip_fast(&serde_json::to_vec(release)?)?))
 }
 
 /// The inverse of [`encode`] (Helm also accepts un-gzipped JSON).

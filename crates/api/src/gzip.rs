@@ -28,22 +28,20 @@ pub enum GunzipError {
 /// `data` gzipped at the fastest level, with the header `flate2::write::GzEncoder` writes at that
 /// level (no name, mtime 0, XFL 4, OS 255). Any level decodes the same, and the default level
 /// was most of the cost of writing a Helm release record.
-pub fn gzip_fast(data: &[u8]) -> Vec<u8> {
+pub fn gzip_fast(data: &[u8]) -> std::io::Result<Vec<u8>> {
     DEFLATE.with_borrow_mut(|c| {
         c.reset();
         let mut out = Vec::with_capacity(data.len() / 2 + 64);
         out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255]);
         loop {
             let done = usize::try_from(c.total_in()).unwrap_or(data.len());
-            // Compressing into a Vec with spare room cannot fail: the only errors of deflate are
-            // a misused stream, and this one is reset above.
             let status = c
                 .compress_vec(
                     data.get(done..).unwrap_or_default(),
                     &mut out,
                     FlushCompress::Finish,
                 )
-                .unwrap_or(Status::StreamEnd);
+                .map_err(std::io::Error::other)?;
             if status == Status::StreamEnd {
                 break;
             }
@@ -53,7 +51,7 @@ pub fn gzip_fast(data: &[u8]) -> Vec<u8> {
         crc.update(data);
         out.extend_from_slice(&crc.sum().to_le_bytes());
         out.extend_from_slice(&crc.amount().to_le_bytes());
-        out
+        Ok(out)
     })
 }
 
@@ -101,7 +99,7 @@ mod tests {
     fn gzip_is_read_back_by_gz_decoder_also_with_a_reused_state() {
         let big: String = (0..20_000).map(|i| format!("{i:x}-")).collect();
         for data in [&b""[..], b"x", br#"{"a":1}"#, big.as_bytes(), b"x"] {
-            let gz = gzip_fast(data);
+            let gz = gzip_fast(data).unwrap();
             assert_eq!(&gz[..10], &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255]);
             assert_eq!(
                 reference_gunzip(&gz).as_deref(),
@@ -109,7 +107,11 @@ mod tests {
                 "{} bytes",
                 data.len()
             );
-            assert_eq!(gzip_fast(data), gz, "the same bytes from a reused state");
+            assert_eq!(
+                gzip_fast(data).unwrap(),
+                gz,
+                "the same bytes from a reused state"
+            );
         }
     }
 
@@ -126,12 +128,12 @@ mod tests {
         let gz = enc.finish().unwrap();
         assert_eq!(gunzip(&gz).unwrap(), data);
         // And again on the same thread's reused state.
-        assert_eq!(gunzip(&gzip_fast(b"again")).unwrap(), b"again");
+        assert_eq!(gunzip(&gzip_fast(b"again").unwrap()).unwrap(), b"again");
     }
 
     #[test]
     fn names_damage() {
-        let gz = gzip_fast(&b"hello world, hello world".repeat(50));
+        let gz = gzip_fast(&b"hello world, hello world".repeat(50)).unwrap();
         assert_eq!(gunzip(&gz[..gz.len() - 3]), Err(GunzipError::Truncated));
         assert_eq!(gunzip(&gz[..5]), Err(GunzipError::Truncated));
         assert_eq!(gunzip(b""), Err(GunzipError::Truncated));
@@ -150,7 +152,7 @@ mod tests {
     proptest! {
         #[test]
         fn round_trips(data in proptest::collection::vec(any::<u8>(), 0..5000)) {
-            prop_assert_eq!(gunzip(&gzip_fast(&data)).unwrap(), data);
+            prop_assert_eq!(gunzip(&gzip_fast(&data).unwrap()).unwrap(), data);
         }
 
         #[test]
@@ -161,7 +163,7 @@ mod tests {
             bits in 1u8..=255,
         ) {
             // Arbitrary bytes, and valid gzip cut short or with one byte changed.
-            let gz = gzip_fast(&data);
+            let gz = gzip_fast(&data).unwrap();
             let mut flipped = gz.clone();
             let i = flip.index(flipped.len());
             flipped[i] ^= bits;
