@@ -14,6 +14,7 @@ use fleet_api::{
     Bundle, BundleDeployment, BundleNamespaceMapping, Cluster, ClusterGroup, GitRepo,
     GitRepoRestriction,
 };
+use fleet_kube::slim::{self, Slim};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::Api;
@@ -214,17 +215,17 @@ impl Context {
         };
 
         // GitRepos: nothing else depends on them.
-        let s = watcher(Api::<GitRepo>::all(client.clone()), shard.clone())
+        let s = watcher(Api::<Slim<GitRepo>>::all(client.clone()), shard.clone())
             .default_backoff()
-            .modify(strip_cached)
+            .map_ok(slim::event)
             .reflect_shared(gw);
         streams.push(drive(s));
 
         // Bundles → their GitRepo's status.
         let t = triggers.clone();
-        let s = watcher(Api::<Bundle>::all(client.clone()), shard.clone())
+        let s = watcher(Api::<Slim<Bundle>>::all(client.clone()), shard.clone())
             .default_backoff()
-            .modify(strip_cached)
+            .map_ok(slim::event)
             .map_ok(move |ev| {
                 ev_objects(&ev, |b: &Bundle| {
                     if let (Some(repo), Some(ns)) =
@@ -248,10 +249,11 @@ impl Context {
         )));
         let (t, cache) = (pending, stores.bds.clone());
         let s = watcher(
-            Api::<BundleDeployment>::all(client.clone()),
+            Api::<Slim<BundleDeployment>>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
+        .map_ok(slim::event)
         .map_ok(move |ev| cache.apply(ev, |bd, to_bundle| route_bd(&t, bd, to_bundle)));
         streams.push(drive(s));
 
@@ -267,11 +269,11 @@ impl Context {
         );
         let mut listed = Relist::default();
         let s = watcher(
-            Api::<Cluster>::all(client.clone()),
+            Api::<Slim<Cluster>>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
-        .modify(strip_cached)
+        .map_ok(slim::event)
         .reflect_shared(cw)
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
@@ -310,11 +312,11 @@ impl Context {
             (stores.groups.clone(), stores.bundles.clone(), fleet.clone());
         let mut listed = Relist::default();
         let s = watcher(
-            Api::<ClusterGroup>::all(client.clone()),
+            Api::<Slim<ClusterGroup>>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
-        .modify(strip_cached)
+        .map_ok(slim::event)
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
             match &ev {
@@ -369,11 +371,11 @@ impl Context {
         // GitRepoRestrictions → the GitRepos of their namespace.
         let (t, gstore) = (triggers.clone(), stores.gitrepos.clone());
         let s = watcher(
-            Api::<GitRepoRestriction>::all(client.clone()),
+            Api::<Slim<GitRepoRestriction>>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
-        .modify(strip_cached)
+        .map_ok(slim::event)
         .map_ok(move |ev| {
             ev_objects(&ev, |r: &GitRepoRestriction| {
                 for g in gstore.state() {
@@ -395,11 +397,11 @@ impl Context {
         let (t, bstore, f) = (triggers.clone(), stores.bundles.clone(), fleet.clone());
         let mut listed = Relist::default();
         let s = watcher(
-            Api::<BundleNamespaceMapping>::all(client.clone()),
+            Api::<Slim<BundleNamespaceMapping>>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
-        .modify(strip_cached)
+        .map_ok(slim::event)
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
             match &ev {
@@ -433,10 +435,11 @@ impl Context {
         streams.push(drive(s));
         let (t, bstore, f) = (triggers.clone(), stores.bundles.clone(), fleet.clone());
         let s = watcher(
-            Api::<Namespace>::all(client.clone()),
+            Api::<Slim<Namespace>>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
+        .map_ok(slim::event)
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
             let changed = match &ev {
