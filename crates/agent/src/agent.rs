@@ -9,11 +9,10 @@ use std::time::Duration;
 
 use fleet_api::state::BundleState;
 use fleet_api::{BundleDeployment, BundleDeploymentStatus};
-use fleet_kube::slim::Slim;
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
@@ -75,6 +74,10 @@ impl Agent {
 
     fn requeue_after(&self, name: &str, d: Duration) {
         send_after(&self.tx, name, d);
+    }
+
+    fn bd_api(&self) -> Api<BundleDeployment> {
+        Api::namespaced(self.up.client.clone(), &self.up.deployment_namespace)
     }
 
     /// Patches the status when (and only when) it differs from what the BD holds.
@@ -746,14 +749,13 @@ pub async fn run(
         tx,
         settled,
     };
+    let api = agent.bd_api();
     // Backoff is ours, not the watcher's: a connection error waits (800 ms doubling to 30 s, as
     // client-go's reflector), but an answer from the manager (a relist after "too old resource
     // version", which a restarted manager gives) resumes at once: the manager is back.
-    // managedFields is never read here: skipped unread (`Slim`), not decoded for every event.
-    let api: Api<Slim<BundleDeployment>> =
-        Api::namespaced(agent.up.client.clone(), &agent.up.deployment_namespace);
+    // managedFields is never read here: not kept in memory for every BundleDeployment.
     let mut bd_events = watcher(api, watcher::Config::default())
-        .map_ok(fleet_kube::slim::event)
+        .modify(|bd| bd.metadata.managed_fields = None)
         .boxed();
     let mut watch_backoff =
         crate::backoff::Backoff::new(Duration::from_millis(800), Duration::from_secs(30));

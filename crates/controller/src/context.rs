@@ -14,7 +14,6 @@ use fleet_api::{
     Bundle, BundleDeployment, BundleNamespaceMapping, Cluster, ClusterGroup, GitRepo,
     GitRepoRestriction,
 };
-use fleet_kube::slim::{self, Slim};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::Api;
@@ -215,17 +214,17 @@ impl Context {
         };
 
         // GitRepos: nothing else depends on them.
-        let s = watcher(Api::<Slim<GitRepo>>::all(client.clone()), shard.clone())
+        let s = watcher(Api::<GitRepo>::all(client.clone()), shard.clone())
             .default_backoff()
-            .map_ok(slim::event)
+            .modify(strip_cached)
             .reflect_shared(gw);
         streams.push(drive(s));
 
         // Bundles → their GitRepo's status.
         let t = triggers.clone();
-        let s = watcher(Api::<Slim<Bundle>>::all(client.clone()), shard.clone())
+        let s = watcher(Api::<Bundle>::all(client.clone()), shard.clone())
             .default_backoff()
-            .map_ok(slim::event)
+            .modify(strip_cached)
             .map_ok(move |ev| {
                 ev_objects(&ev, |b: &Bundle| {
                     if let (Some(repo), Some(ns)) =
@@ -249,11 +248,10 @@ impl Context {
         )));
         let (t, cache) = (pending, stores.bds.clone());
         let s = watcher(
-            Api::<Slim<BundleDeployment>>::all(client.clone()),
+            Api::<BundleDeployment>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
-        .map_ok(slim::event)
         .map_ok(move |ev| cache.apply(ev, |bd, to_bundle| route_bd(&t, bd, to_bundle)));
         streams.push(drive(s));
 
@@ -269,11 +267,11 @@ impl Context {
         );
         let mut listed = Relist::default();
         let s = watcher(
-            Api::<Slim<Cluster>>::all(client.clone()),
+            Api::<Cluster>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
-        .map_ok(slim::event)
+        .modify(strip_cached)
         .reflect_shared(cw)
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
@@ -312,11 +310,11 @@ impl Context {
             (stores.groups.clone(), stores.bundles.clone(), fleet.clone());
         let mut listed = Relist::default();
         let s = watcher(
-            Api::<Slim<ClusterGroup>>::all(client.clone()),
+            Api::<ClusterGroup>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
-        .map_ok(slim::event)
+        .modify(strip_cached)
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
             match &ev {
@@ -371,11 +369,11 @@ impl Context {
         // GitRepoRestrictions → the GitRepos of their namespace.
         let (t, gstore) = (triggers.clone(), stores.gitrepos.clone());
         let s = watcher(
-            Api::<Slim<GitRepoRestriction>>::all(client.clone()),
+            Api::<GitRepoRestriction>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
-        .map_ok(slim::event)
+        .modify(strip_cached)
         .map_ok(move |ev| {
             ev_objects(&ev, |r: &GitRepoRestriction| {
                 for g in gstore.state() {
@@ -397,11 +395,11 @@ impl Context {
         let (t, bstore, f) = (triggers.clone(), stores.bundles.clone(), fleet.clone());
         let mut listed = Relist::default();
         let s = watcher(
-            Api::<Slim<BundleNamespaceMapping>>::all(client.clone()),
+            Api::<BundleNamespaceMapping>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
-        .map_ok(slim::event)
+        .modify(strip_cached)
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
             match &ev {
@@ -435,11 +433,10 @@ impl Context {
         streams.push(drive(s));
         let (t, bstore, f) = (triggers.clone(), stores.bundles.clone(), fleet.clone());
         let s = watcher(
-            Api::<Slim<Namespace>>::all(client.clone()),
+            Api::<Namespace>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
-        .map_ok(slim::event)
         .map_ok(move |ev| {
             let mut fl = f.write().unwrap_or_else(|p| p.into_inner());
             let changed = match &ev {

@@ -7,7 +7,6 @@
 
 pub mod apply;
 pub mod lease;
-pub mod slim;
 
 use std::path::{Path, PathBuf};
 use std::sync::Once;
