@@ -905,13 +905,20 @@ pub(crate) async fn run_queue<K, R, Fut>(
         };
         futures::future::ready(pass)
     });
-    let triggers = kube::runtime::scheduler::debounced_scheduler(
-        crate::gitrepo::channel_stream(rx).map(|message| ScheduleRequest {
-            message,
-            run_at: tokio::time::Instant::now(),
-        }),
-        cfg.trigger_debounce,
-    );
+    // Without a window the triggers go straight to the controller (no timer per trigger).
+    let triggers = crate::gitrepo::channel_stream(rx);
+    let triggers = if cfg.trigger_debounce.is_zero() {
+        triggers.left_stream()
+    } else {
+        kube::runtime::scheduler::debounced_scheduler(
+            triggers.map(|message| ScheduleRequest {
+                message,
+                run_at: tokio::time::Instant::now(),
+            }),
+            cfg.trigger_debounce,
+        )
+        .right_stream()
+    };
     Controller::for_shared_stream(sub, store)
         .reconcile_on(triggers)
         .with_config(
