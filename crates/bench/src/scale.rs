@@ -127,10 +127,11 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     let rss_registered = procfs::rss_bytes().unwrap_or(0);
     let reg_writes = revision(&admin).await?.saturating_sub(rev0);
     println!(
-        "registration: {} agents ({REGISTER_IN_FLIGHT} at most at once) in {register_s:.2} s ({:.0}/s), {:.1} API writes per registration",
+        "registration: {} agents ({REGISTER_IN_FLIGHT} at most at once) in {register_s:.2} s ({:.0}/s), {:.1} API writes per registration, {}",
         opts.clusters,
         opts.clusters as f64 / register_s,
-        reg_writes as f64 / opts.clusters as f64
+        reg_writes as f64 / opts.clusters as f64,
+        manager_memory(manager.pid)
     );
 
     // The agents. The clock of a rollout starts on a fleet at rest: every agent following its
@@ -163,10 +164,11 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
         ));
     }
     println!(
-        "agents: {} following their BundleDeployments after {synced_s:.2} s, all checked in after {checked_in_s:.2} s (first check-in {} s after start), at rest after {:.2} s",
+        "agents: {} following their BundleDeployments after {synced_s:.2} s, all checked in after {checked_in_s:.2} s (first check-in {} s after start), at rest after {:.2} s, {}",
         opts.clusters,
         fleet_agent::FIRST_CHECKIN.as_secs(),
-        t.elapsed().as_secs_f64()
+        t.elapsed().as_secs_f64(),
+        manager_memory(manager.pid)
     );
 
     let tracker = Tracker::start(admin.clone())?;
@@ -190,6 +192,10 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     )
     .await;
     let mut all_ready = ready.is_ok();
+    if let Err(e) = &ready {
+        say(&format!("round 1: {e:#}"));
+        say(&agents_ended(&mut agents).await);
+    }
     let ready_s = ready.as_ref().map(|r| r.secs).unwrap_or(f64::NAN);
     // Status writes that trail the last Ready (aggregates queued at most once a second, a
     // Cluster's once per the controllers' status spacing) belong to the rollout, not to the idle
@@ -255,6 +261,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
             }
             Err(e) => {
                 say(&format!("update round {round}: {e:#}"));
+                say(&agents_ended(&mut agents).await);
                 all_ready = false;
             }
         }
@@ -430,6 +437,37 @@ pub(crate) async fn settle(
     bail!("the manager kept writing for {timeout:?}")
 }
 
+/// Said when a round fails: an agent whose task ended (returned or panicked) stopped following
+/// its BundleDeployments, which explains its cluster; none ended points at the manager or at a
+/// lost event.
+async fn agents_ended(agents: &mut [tokio::task::JoinHandle<()>]) -> String {
+    let mut ended = Vec::new();
+    for (i, a) in agents.iter_mut().enumerate() {
+        if a.is_finished() {
+            let how = match a.await {
+                Ok(()) => "returned".to_string(),
+                Err(e) => e.to_string(),
+            };
+            ended.push(format!("bench-agent-{i}: {how}"));
+        }
+    }
+    if ended.is_empty() {
+        return format!("all {} agent tasks still running", agents.len());
+    }
+    format!("{} agent tasks ended: {}", ended.len(), ended.join("; "))
+}
+
+/// The manager's resident memory now and its peak so far: printed at each phase's end, they
+/// say in which phase the peak the `scale:` line reports was reached.
+fn manager_memory(pid: u32) -> String {
+    let mib = |b: Option<u64>| b.unwrap_or(0) as f64 / MIB;
+    format!(
+        "manager rss {:.0} MiB (peak so far {:.0} MiB)",
+        mib(procfs::rss_bytes_pid(pid)),
+        mib(procfs::hwm_bytes_pid(pid))
+    )
+}
+
 /// Timing, writes and CPU of one phase.
 pub(crate) struct Phase {
     /// Writes by resource of the last report.
@@ -469,9 +507,10 @@ impl Phase {
         let to = revision(admin).await?;
         let writes = to.saturating_sub(self.rev);
         println!(
-            "{name}: {secs:.2} s, {writes} writes to the manager, cpu: manager {:.1} s, agents+downstreams {:.1} s",
+            "{name}: {secs:.2} s, {writes} writes to the manager, cpu: manager {:.1} s, agents+downstreams {:.1} s, {}",
             procfs::cpu_seconds_pid(pid) - self.manager_cpu,
             procfs::cpu_seconds() - self.own_cpu,
+            manager_memory(pid),
         );
         self.by_resource = self.writes.print(name, to, writes).await;
         self.rev = to;

@@ -52,8 +52,14 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
+    // Warnings show unless RUST_LOG says otherwise: an agent retrying against an unreachable
+    // manager, or a controller failing a write, is what an operator looks for first.
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::builder()
+                .with_default_directive(tracing_subscriber::filter::LevelFilter::WARN.into())
+                .from_env_lossy(),
+        )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
