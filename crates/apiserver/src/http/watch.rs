@@ -128,7 +128,17 @@ impl State {
             let watch = self.watch.as_mut()?;
             let ev = tokio::select! {
                 ev = watch.next() => ev,
-                _ = tokio::time::sleep_until(self.deadline) => return None,
+                _ = tokio::time::sleep_until(self.deadline) => {
+                    // As kube-apiserver's, a last bookmark before the watch ends on its timeout:
+                    // the watcher resumes from now rather than from its last event, which on a
+                    // busy store has often left the history (a 410 and a full relist each time).
+                    let rev = watch.progress();
+                    self.watch = None;
+                    return self
+                        .bookmarks
+                        .is_some()
+                        .then(|| bookmark(&self.info, rev, false));
+                }
                 () = async {
                     match due {
                         Some(at) => tokio::time::sleep_until(at).await,

@@ -215,6 +215,79 @@ async fn streaming_list_bookmark_gone_and_timeout() {
     srv2.shutdown();
 }
 
+/// A watch that asked for bookmarks ends its timeout with one at the newest revision it has
+/// delivered (as kube-apiserver does shortly before the deadline), so its watcher resumes from
+/// now: resuming from its last event would, on a busy store, find the history moved on (410 and
+/// a relist of everything the watcher follows). One without bookmarks just ends.
+#[tokio::test]
+async fn a_watch_ending_on_its_timeout_sends_a_last_bookmark() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = fleet_apiserver::store::StoreConfig::file(dir.path().join("db"));
+    cfg.history = 16;
+    // Periodic bookmarks far off: the one seen is the timeout's.
+    let mut acfg = fleet_apiserver::ApiServerConfig::with_store(cfg);
+    acfg.bookmark_interval = Duration::from_secs(3600);
+    let srv = fleet_apiserver::ApiServer::new(acfg).await.unwrap();
+    let r = srv.router();
+    let api: Api<ConfigMap> = Api::namespaced(client(&srv), "default");
+    let start = srv_rev(&api).await;
+    let path = |bookmarks: bool| {
+        format!(
+            "/api/v1/namespaces/quiet/configmaps?watch=true&timeoutSeconds=2&allowWatchBookmarks={bookmarks}&resourceVersion={start}"
+        )
+    };
+    let (code, mut with) = open_watch(&r, &path(true)).await;
+    assert_eq!(code, 200);
+    let (code, mut without) = open_watch(&r, &path(false)).await;
+    assert_eq!(code, 200);
+    // Writes elsewhere: more than the history holds.
+    let mut last = String::new();
+    for i in 0..40 {
+        last = api
+            .create(&PostParams::default(), &cm(&format!("busy-{i}"), "busy"))
+            .await
+            .unwrap()
+            .metadata
+            .resource_version
+            .unwrap();
+    }
+    let b = tokio::time::timeout(Duration::from_secs(6), with.recv())
+        .await
+        .expect("a line before the timeout's end")
+        .expect("a bookmark, not the end");
+    assert_eq!(b["type"], "BOOKMARK", "{b}");
+    let rv: i64 = b["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(rv, last.parse::<i64>().unwrap(), "the newest revision: {b}");
+    let end = tokio::time::timeout(Duration::from_secs(2), with.recv())
+        .await
+        .expect("the stream ends after its bookmark");
+    assert!(end.is_none(), "nothing after the last bookmark: {end:?}");
+    let end = tokio::time::timeout(Duration::from_secs(6), without.recv())
+        .await
+        .expect("the stream ends");
+    assert!(end.is_none(), "no bookmark unless asked for: {end:?}");
+    // The bookmark's revision resumes within the history; the start no longer does.
+    for (from, gone) in [(start.clone(), true), (rv.to_string(), false)] {
+        let (code, mut rx) = open_watch(
+            &r,
+            &format!(
+                "/api/v1/namespaces/quiet/configmaps?watch=true&timeoutSeconds=1&resourceVersion={from}"
+            ),
+        )
+        .await;
+        let first = tokio::time::timeout(Duration::from_secs(4), rx.recv())
+            .await
+            .expect("an event or the end of the stream");
+        let is_410 = code == 410 || first.as_ref().is_some_and(|e| e["object"]["code"] == 410);
+        assert_eq!(is_410, gone, "watch from {from}: {first:?}");
+    }
+    srv.shutdown();
+}
+
 /// A watch of a quiet resource gets bookmarks at the store's newest revision, not at its own
 /// last event's: resuming from one works even after the history moved on (writes elsewhere), where
 /// the old revision would get 410 and a relist. Selector-filtered events do not hold bookmarks off.
