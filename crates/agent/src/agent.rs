@@ -199,7 +199,7 @@ impl Agent {
             Some(h) => h,
             None => release::history(&self.ds.client, &self.releases, &rel_ns, &rel_name)
                 .await
-                .map_err(|e| e.to_string())?,
+                .map_err(|e| crate::backoff::chain(&e))?,
         };
         let current = history
             .iter()
@@ -224,7 +224,7 @@ impl Agent {
                 monitor::set_condition(&mut st.conditions, "Deployed", false, &msg);
                 self.write_status(&bd, st)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| crate::backoff::chain(&e))?;
                 self.requeue_after(name, DEPENDS_ON_REQUEUE);
                 return Ok(());
             }
@@ -236,7 +236,7 @@ impl Agent {
                     crate::content::manifest_id(&bd.spec.deployment_id),
                 )
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| crate::backoff::chain(&e))?;
             let claim = self.drift.claimer(name);
             let applied = self.drift.apply_recorder();
             let t = Target {
@@ -284,7 +284,7 @@ impl Agent {
                     monitor::set_condition(&mut st.conditions, "Installed", false, &msg);
                     self.write_status(&bd, st)
                         .await
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| crate::backoff::chain(&e))?;
                     return Ok(());
                 }
                 Err(e) => {
@@ -294,7 +294,7 @@ impl Agent {
                     monitor::set_condition(&mut st.conditions, "Deployed", false, &msg);
                     self.write_status(&bd, st)
                         .await
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| crate::backoff::chain(&e))?;
                     return Err(msg);
                 }
             }
@@ -340,7 +340,7 @@ impl Agent {
             &bd.spec.options,
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| crate::backoff::chain(&e))?;
         // Live state read anew, caches bypassed.
         let observe_fresh = || {
             monitor::observe(
@@ -356,7 +356,9 @@ impl Agent {
             // The watch caches can trail this agent's own applies, and the echo of its own write
             // is not a change that queues the BD again: a stale read would report "modified"
             // until something else touches the object. Confirm with fresh reads first.
-            ob = observe_fresh().await.map_err(|e| e.to_string())?;
+            ob = observe_fresh()
+                .await
+                .map_err(|e| crate::backoff::chain(&e))?;
         }
         let correct = bd
             .spec
@@ -381,7 +383,9 @@ impl Agent {
                 tracing::info!(bundledeployment = name, "correcting drift of {r}");
                 correct_drift(&self.ds, &r, o, &m.patch, correct.force).await?;
             }
-            ob = observe_fresh().await.map_err(|e| e.to_string())?;
+            ob = observe_fresh()
+                .await
+                .map_err(|e| crate::backoff::chain(&e))?;
         }
         monitor::apply_observation(&mut st, &ob);
         if deployed && !st.ready && !was_held {
@@ -394,7 +398,7 @@ impl Agent {
         }
         self.write_status(&bd, st)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| crate::backoff::chain(&e))?;
         self.held.remove(name);
         Ok(())
     }
@@ -615,7 +619,7 @@ async fn namespace_metadata(
     };
     let obj = json!({"apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": ns, "labels": labels, "annotations": o.namespace_annotations}});
-    let api = ds.api(&r).await.map_err(|e| e.to_string())?;
+    let api = ds.api(&r).await.map_err(|e| crate::backoff::chain(&e))?;
     let mut pp = PatchParams::apply("fleet-agent-namespace");
     pp.force = true;
     api.patch(ns, &pp, &Patch::Apply(&obj))
@@ -817,8 +821,9 @@ pub async fn run(
                     }
                     Ok(watcher::Event::Init) => relisted = Some(HashSet::new()),
                     Err(e) => log.warn(&format!(
-                        "watching bundledeployments in {}: {e}; retrying with backoff",
-                        agent.up.deployment_namespace
+                        "watching bundledeployments in {}: {}; retrying with backoff",
+                        agent.up.deployment_namespace,
+                        crate::backoff::chain(&e)
                     )),
                 }
             }

@@ -95,9 +95,58 @@ impl RateLimitedLog {
     }
 }
 
+/// `e` with the causes its message leaves out: a transport error says "client error
+/// (SendRequest)" while its cause ("connection closed before message completed", "keep-alive
+/// timed out") is what tells a dropped connection from a refused one.
+pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut msg = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !msg.contains(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
+        cause = c.source();
+    }
+    msg
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug)]
+    struct E(&'static str, Option<Box<E>>);
+    impl std::fmt::Display for E {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for E {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn chain_adds_the_causes_a_message_leaves_out() {
+        let e = E(
+            "ServiceError: client error (SendRequest)",
+            Some(Box::new(E(
+                "client error (SendRequest)",
+                Some(Box::new(E(
+                    "connection closed before message completed",
+                    None,
+                ))),
+            ))),
+        );
+        assert_eq!(
+            chain(&e),
+            "ServiceError: client error (SendRequest): connection closed before message completed"
+        );
+        assert_eq!(chain(&E("alone", None)), "alone");
+    }
 
     #[test]
     fn backoff_doubles_up_to_the_cap_with_jitter() {
