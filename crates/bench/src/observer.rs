@@ -12,35 +12,51 @@ use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
 static HANDLE: OnceLock<Result<Handle, String>> = OnceLock::new();
+static CONNECTIONS: OnceLock<Result<Handle, String>> = OnceLock::new();
 
 /// The observer runtime (started on first use, lives as long as the process).
 fn handle() -> anyhow::Result<Handle> {
     HANDLE
-        .get_or_init(|| {
-            let (tx, rx) = std::sync::mpsc::channel();
-            std::thread::Builder::new()
-                .name("bench-observer".into())
-                .spawn(move || {
-                    match tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                    {
-                        Ok(rt) => {
-                            let _ = tx.send(Ok(rt.handle().clone()));
-                            rt.block_on(std::future::pending::<()>());
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Err(format!("observer runtime: {e}")));
-                        }
-                    }
-                })
-                .map_err(|e| format!("observer thread: {e}"))?;
-            rx.recv()
-                .map_err(|e| format!("observer thread: {e}"))
-                .and_then(|r| r)
-        })
+        .get_or_init(|| own_thread("bench-observer"))
         .clone()
         .map_err(|e| anyhow!(e))
+}
+
+/// The runtime the agents' connections to the manager run on (see
+/// `fleet_kube::run_connections_on`): an OS thread of its own, as the observer's, so that a
+/// connection's pong is read while the agents' runtime is busy, as it would be in a process of
+/// its own.
+pub(crate) fn connections() -> anyhow::Result<Handle> {
+    CONNECTIONS
+        .get_or_init(|| own_thread("bench-connections"))
+        .clone()
+        .map_err(|e| anyhow!(e))
+}
+
+/// A current-thread runtime on a new OS thread named `name`, running until the process ends.
+fn own_thread(name: &str) -> Result<Handle, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let what = name.to_string();
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => {
+                    let _ = tx.send(Ok(rt.handle().clone()));
+                    rt.block_on(std::future::pending::<()>());
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(format!("{what} runtime: {e}")));
+                }
+            }
+        })
+        .map_err(|e| format!("{name} thread: {e}"))?;
+    rx.recv()
+        .map_err(|e| format!("{name} thread: {e}"))
+        .and_then(|r| r)
 }
 
 /// Runs `f` on the observer thread.

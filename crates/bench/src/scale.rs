@@ -76,6 +76,10 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     }
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let say = |m: &str| eprintln!("bench scale: {m}");
+    // The agents' connections to the manager get a thread of their own, as each would have in a
+    // process of its own: queued behind thousands of agents' work, their keep-alive pongs were
+    // read after the 15 s timeout and every connection was dropped at once.
+    fleet_kube::run_connections_on(crate::observer::connections()?);
 
     // The manager.
     let manager = Manager::start(&opts.exe, dir.path(), &opts.store_sync).await?;

@@ -135,6 +135,84 @@ pub const KEEP_ALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_s
 /// How long a ping may go unanswered before the connection is closed (client-go's `PingTimeout`).
 pub const KEEP_ALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
+/// The runtime the connections of clients made by [`client_from_config`] run on, when one was
+/// set ([`run_connections_on`]); otherwise the runtime of whoever makes the connection.
+static CONNECTIONS: std::sync::OnceLock<tokio::runtime::Handle> = std::sync::OnceLock::new();
+
+/// Runs the connection tasks (HTTP/2 framing, TLS records, keep-alive pings) of every client
+/// [`client_from_config`] makes from now on on `rt`; false when one was already set.
+///
+/// Why: a process that runs thousands of agents (`fleet bench scale`) keeps its runtime's
+/// queue full, and a connection task waiting its turn for longer than the keep-alive timeout
+/// reads its pong too late: hyper checks the ping's deadline before reading the frames that
+/// answer it, so the connection is dropped as dead, its requests fail, and thousands of
+/// reconnections at once made it worse (10,000 agents, an update round never converged). One
+/// agent per process never waits that long; a runtime of its own gives the connections of many
+/// the same promptness.
+pub fn run_connections_on(rt: tokio::runtime::Handle) -> bool {
+    CONNECTIONS.set(rt).is_ok()
+}
+
+/// Spawns connection tasks on [`CONNECTIONS`] when set, else on the current runtime.
+#[derive(Clone, Copy)]
+struct ConnectionExecutor;
+
+impl<F> hyper::rt::Executor<F> for ConnectionExecutor
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, fut: F) {
+        match CONNECTIONS.get() {
+            Some(rt) => drop(rt.spawn(fut)),
+            None => drop(tokio::spawn(fut)),
+        }
+    }
+}
+
+/// A connector whose connections are made (TCP, TLS handshake) on [`CONNECTIONS`] when set, so
+/// that their sockets belong to that runtime's reactor as well.
+#[derive(Clone)]
+struct ConnectOnConnections<C>(C);
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl<C> tower::Service<http::Uri> for ConnectOnConnections<C>
+where
+    C: tower::Service<http::Uri>,
+    C::Future: Send + 'static,
+    C::Response: Send + 'static,
+    C::Error: Into<BoxError> + Send + 'static,
+{
+    type Response = C::Response;
+    type Error = BoxError;
+    type Future =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<C::Response, BoxError>> + Send>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        self.0.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, uri: http::Uri) -> Self::Future {
+        let connect = self.0.call(uri);
+        match CONNECTIONS.get() {
+            Some(rt) => {
+                let made = rt.spawn(connect);
+                Box::pin(async move {
+                    match made.await {
+                        Ok(r) => r.map_err(Into::into),
+                        Err(e) => Err(Box::new(e) as BoxError),
+                    }
+                })
+            }
+            None => Box::pin(async move { connect.await.map_err(Into::into) }),
+        }
+    }
+}
+
 fn multiplexed(cfg: kube::Config) -> Result<kube::Client, Error> {
     use kube::client::ConfigExt;
     let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
@@ -158,7 +236,7 @@ fn multiplexed(cfg: kube::Config) -> Result<kube::Client, Error> {
     connector.set_read_timeout(cfg.read_timeout);
     connector.set_write_timeout(cfg.write_timeout);
     let client: hyper_util::client::legacy::Client<_, kube::client::Body> =
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        hyper_util::client::legacy::Client::builder(ConnectionExecutor)
             .timer(hyper_util::rt::TokioTimer::new())
             .pool_timer(hyper_util::rt::TokioTimer::new())
             // The pool forgets a connection no request has checked out for its idle timeout
@@ -170,7 +248,7 @@ fn multiplexed(cfg: kube::Config) -> Result<kube::Client, Error> {
             .http2_keep_alive_interval(KEEP_ALIVE_INTERVAL)
             .http2_keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
             .http2_keep_alive_while_idle(true)
-            .build(connector);
+            .build(ConnectOnConnections(connector));
     let service = tower::ServiceBuilder::new()
         .layer(cfg.base_uri_layer())
         .option_layer(cfg.default_retry.then(|| {
