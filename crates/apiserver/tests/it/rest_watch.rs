@@ -52,6 +52,22 @@ async fn open_watch(
     (code, rx)
 }
 
+/// Whether a watch of namespace `ns`'s configmaps from revision `from` is told 410 Expired (as
+/// its status or its first event).
+async fn expired(r: &axum::Router, ns: &str, from: &str) -> bool {
+    let (code, mut rx) = open_watch(
+        r,
+        &format!(
+            "/api/v1/namespaces/{ns}/configmaps?watch=true&timeoutSeconds=1&resourceVersion={from}"
+        ),
+    )
+    .await;
+    let first = tokio::time::timeout(Duration::from_secs(4), rx.recv())
+        .await
+        .expect("an event or the end of the stream");
+    code == 410 || first.is_some_and(|e| e["object"]["code"] == 410)
+}
+
 async fn next(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Value>) -> Value {
     tokio::time::timeout(Duration::from_secs(5), rx.recv())
         .await
@@ -272,18 +288,7 @@ async fn a_watch_ending_on_its_timeout_sends_a_last_bookmark() {
     assert!(end.is_none(), "no bookmark unless asked for: {end:?}");
     // The bookmark's revision resumes within the history; the start no longer does.
     for (from, gone) in [(start.clone(), true), (rv.to_string(), false)] {
-        let (code, mut rx) = open_watch(
-            &r,
-            &format!(
-                "/api/v1/namespaces/quiet/configmaps?watch=true&timeoutSeconds=1&resourceVersion={from}"
-            ),
-        )
-        .await;
-        let first = tokio::time::timeout(Duration::from_secs(4), rx.recv())
-            .await
-            .expect("an event or the end of the stream");
-        let is_410 = code == 410 || first.as_ref().is_some_and(|e| e["object"]["code"] == 410);
-        assert_eq!(is_410, gone, "watch from {from}: {first:?}");
+        assert_eq!(expired(&r, "quiet", &from).await, gone, "watch from {from}");
     }
     srv.shutdown();
 }
@@ -351,18 +356,11 @@ async fn bookmarks_of_a_quiet_watch_carry_the_newest_revision() {
     }
     // The history (16 events) no longer holds `start`; the bookmark's revision resumes cleanly.
     for (from, gone) in [(start.clone(), true), (seen.to_string(), false)] {
-        let (code, mut rx) = open_watch(
-            &r,
-            &format!(
-                "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1&resourceVersion={from}"
-            ),
-        )
-        .await;
-        let first = tokio::time::timeout(Duration::from_secs(4), rx.recv())
-            .await
-            .expect("an event or the end of the stream");
-        let is_410 = code == 410 || first.as_ref().is_some_and(|e| e["object"]["code"] == 410);
-        assert_eq!(is_410, gone, "watch from {from}: {first:?}");
+        assert_eq!(
+            expired(&r, "default", &from).await,
+            gone,
+            "watch from {from}"
+        );
     }
     // A matching object is still delivered after the bookmarks.
     let quiet = api
