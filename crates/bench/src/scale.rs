@@ -334,6 +334,11 @@ impl Manager {
                     .chain(extra.iter().copied()),
             )
             .stderr(log);
+        // A heap profile of the manager alone (a `--features heap-profile` build): the bench
+        // process, with its thousands of agents, keeps jemalloc's defaults.
+        if let Ok(conf) = std::env::var("FLEET_BENCH_MANAGER_MALLOC_CONF") {
+            cmd.env("_RJEM_MALLOC_CONF", conf);
+        }
         let (child, pid, url) = spawn_announced(cmd, "ready ", "the manager").await?;
         Ok(Manager { child, pid, url })
     }
