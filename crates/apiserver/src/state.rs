@@ -122,6 +122,16 @@ impl ApiServer {
         self.inner.store.packed_count()
     }
 
+    /// Compacts the store's log up to revision `upto` now, as kube-apiserver's periodic etcd
+    /// compaction does (the store compacts on its own what is older than
+    /// [`crate::storage::store::RETENTION`]): lists and watches from before it answer 410.
+    pub async fn compact(
+        &self,
+        upto: crate::storage::store::Rev,
+    ) -> Result<crate::storage::store::Rev, crate::storage::store::StoreError> {
+        self.inner.store.compact(upto).await
+    }
+
     /// The store, for in-crate background work and tests.
     pub(crate) fn store(&self) -> &Store {
         &self.inner.store

@@ -203,7 +203,8 @@ async fn streaming_list_bookmark_gone_and_timeout() {
         .expect("closed by timeout");
     assert!(end.is_none(), "no events, then the stream ends");
 
-    // A compacted RV gets 410 Expired in an ERROR event.
+    // A compacted RV gets 410 Expired in an ERROR event (here: more than the history's 16
+    // events after it, too many to replay from the log).
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = fleet_apiserver::store::StoreConfig::file(dir.path().join("db"));
     cfg.history = 16;
@@ -286,7 +287,9 @@ async fn a_watch_ending_on_its_timeout_sends_a_last_bookmark() {
         .await
         .expect("the stream ends");
     assert!(end.is_none(), "no bookmark unless asked for: {end:?}");
-    // The bookmark's revision resumes within the history; the start no longer does.
+    // Once the log is compacted up to it, the bookmark's revision still resumes; the start
+    // no longer does.
+    srv.compact(rv).await.unwrap();
     for (from, gone) in [(start.clone(), true), (rv.to_string(), false)] {
         assert_eq!(expired(&r, "quiet", &from).await, gone, "watch from {from}");
     }
@@ -354,7 +357,9 @@ async fn bookmarks_of_a_quiet_watch_carry_the_newest_revision() {
         assert!(rv >= seen, "bookmarks never go back: {rv} after {seen}");
         seen = rv;
     }
-    // The history (16 events) no longer holds `start`; the bookmark's revision resumes cleanly.
+    // Compacted up to the bookmark's revision, the log no longer holds `start`; the bookmark's
+    // revision resumes cleanly.
+    srv.compact(seen).await.unwrap();
     for (from, gone) in [(start.clone(), true), (seen.to_string(), false)] {
         assert_eq!(
             expired(&r, "default", &from).await,
@@ -439,4 +444,65 @@ async fn kube_watcher_and_reflector() {
     assert_eq!(reader2.state().len(), 1);
     handle.abort();
     h2.abort();
+}
+
+/// A watcher of a namespace whose events the (whole store's) history has dropped resumes from
+/// the log instead of getting 410 and relisting: at 10,000 agents the history is a few seconds
+/// of writes, and an agent renewing its watch a little late was told to relist every time.
+#[tokio::test]
+async fn a_watch_resumes_from_the_log_after_the_history_moved_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = fleet_apiserver::store::StoreConfig::file(dir.path().join("db"));
+    cfg.history = 16;
+    let srv = fleet_apiserver::ApiServer::new(fleet_apiserver::ApiServerConfig::with_store(cfg))
+        .await
+        .unwrap();
+    let r = srv.router();
+    let quiet: Api<ConfigMap> = Api::namespaced(client(&srv), "kube-public");
+    let busy: Api<ConfigMap> = Api::namespaced(client(&srv), "default");
+    let from = quiet
+        .create(&PostParams::default(), &cm("q", "a"))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut changed = cm("q", "b");
+    changed.metadata.resource_version = Some(from.clone());
+    let changed = quiet
+        .replace("q", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    for i in 0..40 {
+        busy.create(&PostParams::default(), &cm(&format!("busy-{i}"), "busy"))
+            .await
+            .unwrap();
+    }
+    let (code, mut rx) = open_watch(
+        &r,
+        &format!(
+            "/api/v1/namespaces/kube-public/configmaps?watch=true&timeoutSeconds=2&resourceVersion={from}"
+        ),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let e = next(&mut rx).await;
+    assert_eq!(e["type"], "MODIFIED", "{e}");
+    assert_eq!(
+        e["object"]["metadata"]["resourceVersion"],
+        json!(changed.metadata.resource_version)
+    );
+    assert_eq!(e["object"]["metadata"]["labels"]["tier"], "b");
+    // A label selector the change left sees the object go (it needs the previous value).
+    let (code, mut rx) = open_watch(
+        &r,
+        &format!(
+            "/api/v1/namespaces/kube-public/configmaps?watch=true&timeoutSeconds=2&labelSelector=tier%3Da&resourceVersion={from}"
+        ),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let e = next(&mut rx).await;
+    assert_eq!(e["type"], "DELETED", "{e}");
+    srv.shutdown();
 }

@@ -663,14 +663,119 @@ async fn watch_history_survives_a_restart() {
         ..StoreConfig::in_memory()
     })
     .unwrap();
-    assert_eq!(s.oldest_rev(), 11);
+    // What the window dropped, the log still replays.
+    assert_eq!(s.oldest_rev(), 0);
+    let mut w = s.watch("/core/configmaps/", 10).unwrap();
+    for want in 11..=13 {
+        assert_eq!(next_event(&mut w).await.obj.rev, want);
+    }
+}
+
+fn key_in(ns: &str, name: &str) -> String {
+    format!("/core/configmaps/{ns}/{name}")
+}
+
+/// In file mode a watcher resumes from a revision the in-memory history has dropped: the log
+/// replays its prefix's events (with their previous values) until compaction passes it, and up
+/// to a history's worth of them; the history is the whole store's, so on a busy store a watcher
+/// of a quiet namespace would otherwise get 410 and relist after a few seconds' delay.
+#[tokio::test]
+async fn file_backed_watch_resumes_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(StoreConfig {
+        path: Some(dir.path().join("store.db")),
+        history: 4,
+        ..StoreConfig::in_memory()
+    })
+    .unwrap();
+    for i in 0..3 {
+        s.create(&key_in("a", &format!("a{i}")), obj("cm", "1"))
+            .await
+            .unwrap();
+    }
+    let busy = |from: usize, n: usize| {
+        let s = s.clone();
+        async move {
+            for i in from..from + n {
+                s.create(&key_in("b", &format!("b{i}")), obj("cm", "x"))
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    busy(0, 20).await;
+    assert_eq!(
+        s.update(&key_in("a", "a1"), None, obj("cm", "2"))
+            .await
+            .unwrap()
+            .rev,
+        24
+    );
+    s.delete(&key_in("a", "a2"), None).await.unwrap(); // 25
+    busy(20, 10).await; // up to 35: the history holds 32..=35
+    assert_eq!(s.oldest_rev(), 0, "nothing compacted yet");
+
+    let mut w = s.watch("/core/configmaps/a/", 2).unwrap();
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let e = next_event(&mut w).await;
+        got.push((
+            e.kind,
+            e.key.to_string(),
+            e.obj.rev,
+            data_of(&e.obj),
+            e.prev.map(|p| (p.rev, data_of(&p))),
+        ));
+    }
+    assert_eq!(
+        got,
+        vec![
+            (EventKind::Added, key_in("a", "a2"), 3, "1".into(), None),
+            (
+                EventKind::Modified,
+                key_in("a", "a1"),
+                24,
+                "2".into(),
+                Some((2, "1".into()))
+            ),
+            (
+                EventKind::Deleted,
+                key_in("a", "a2"),
+                25,
+                "1".into(),
+                Some((3, "1".into()))
+            ),
+        ]
+    );
+    // Then live events, nothing repeated.
+    s.create(&key_in("a", "a3"), obj("cm", "3")).await.unwrap();
+    let e = next_event(&mut w).await;
+    assert_eq!((e.kind, e.obj.rev), (EventKind::Added, 36));
+
+    // More than a history's worth (4) for the whole resource: 410 and a relist instead.
     assert!(matches!(
-        s.watch("/core/configmaps/", 10),
+        s.watch("/core/configmaps/", 2),
+        Err(StoreError::Compacted { requested: 2, .. })
+    ));
+    assert!(
+        s.watch("/core/configmaps/", 30).is_ok(),
+        "two events from the log, the rest from the history"
+    );
+
+    // Compaction ends it: from before the mark 410, from the mark on the log still serves.
+    s.compact(24).await.unwrap();
+    assert!(matches!(
+        s.watch("/core/configmaps/a/", 2),
         Err(StoreError::Compacted {
-            requested: 10,
-            oldest: 11
+            requested: 2,
+            oldest: 24
         })
     ));
+    let mut w = s.watch("/core/configmaps/a/", 24).unwrap();
+    let e = next_event(&mut w).await;
+    assert_eq!((e.kind, e.obj.rev), (EventKind::Deleted, 25));
+    let e = next_event(&mut w).await;
+    assert_eq!((e.kind, e.obj.rev), (EventKind::Added, 36));
 }
 
 /// In file mode, a list at a past revision is served from the SQLite log once history and

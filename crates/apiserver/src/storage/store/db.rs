@@ -193,38 +193,123 @@ pub(crate) fn load_history(conn: &Connection, after: Rev) -> Result<Vec<super::E
     let mut events: Vec<super::Event> = Vec::new();
     while let Some(row) = rows.next().map_err(|e| sql_err("loading history row", e))? {
         let id: Rev = row.get(0).map_err(|e| sql_err("reading id", e))?;
-        let name: String = row.get(1).map_err(|e| sql_err("reading name", e))?;
-        let created: bool = row.get(2).map_err(|e| sql_err("reading created", e))?;
-        let deleted: bool = row.get(3).map_err(|e| sql_err("reading deleted", e))?;
-        let value: Vec<u8> = row.get(4).map_err(|e| sql_err("reading value", e))?;
-        let prev_id: Option<Rev> = row.get(5).map_err(|e| sql_err("reading prev id", e))?;
-        let prev: Option<Vec<u8>> = row.get(6).map_err(|e| sql_err("reading prev value", e))?;
-        let consecutive = events.last().is_none_or(|e| e.obj.rev + 1 == id);
-        if !consecutive || (!created && prev.is_none()) {
+        if events.last().is_some_and(|e| e.obj.rev + 1 != id) {
             events.clear();
-            if !created && prev.is_none() {
-                continue;
-            }
         }
-        let prev = match prev {
-            Some(p) if !created => Some(obj_from_stored(&name, prev_id.unwrap_or(0), p)?),
-            _ => None,
-        };
-        let kind = if created {
-            super::EventKind::Added
-        } else if deleted {
-            super::EventKind::Deleted
-        } else {
-            super::EventKind::Modified
-        };
-        events.push(super::Event {
-            kind,
-            key: Arc::from(name.as_str()),
-            obj: obj_from_stored(&name, id, value)?,
-            prev,
-        });
+        match event_of_row(row)? {
+            Some(ev) => events.push(ev),
+            // Its previous value is compacted: the run restarts after it.
+            None => events.clear(),
+        }
     }
     Ok(events)
+}
+
+/// The log's events for keys under `prefix` with revisions in `(after, upto]`, oldest first, or
+/// `None` when there are more than `limit` of them: what a watcher resuming from a revision the
+/// in-memory history has dropped missed, as etcd serves a watch from any revision after its
+/// compaction. Every row after the compaction mark still has its previous value (compaction
+/// deletes only what a revision at or below the mark superseded), so each event keeps the
+/// `prev` that selector-filtered watches need; a row without it answers Compacted.
+pub(crate) fn log_between(
+    conn: &Connection,
+    prefix: &str,
+    after: Rev,
+    upto: Rev,
+    limit: usize,
+) -> Result<Option<Vec<super::Event>>, StoreError> {
+    const SELECT: &str = "SELECT k.id, k.name, k.created, k.deleted, k.value, p.id, p.value \
+        FROM kv k LEFT JOIN kv p ON k.prev_revision > 0 AND p.id = k.prev_revision WHERE ";
+    // A namespace's keys are few: walk them by name (index `kv_name_id`). A wider prefix walks
+    // the revisions instead (the unary `+` keeps SQLite off the name index).
+    let namespaced = prefix.matches('/').count() >= 4;
+    let end = key_range_end(prefix);
+    let (filter, bounded) = match (&end, namespaced) {
+        (Some(_), true) => (
+            "k.name >= ?3 AND k.name < ?4 AND k.id > ?1 AND k.id <= ?2",
+            true,
+        ),
+        (Some(_), false) => (
+            "k.id > ?1 AND k.id <= ?2 AND +k.name >= ?3 AND +k.name < ?4",
+            true,
+        ),
+        (None, _) => ("k.id > ?1 AND k.id <= ?2", false),
+    };
+    let sql = format!(
+        "{SELECT}{filter} ORDER BY k.id LIMIT {}",
+        limit.saturating_add(1)
+    );
+    let mut stmt = conn
+        .prepare_cached(&sql)
+        .map_err(|e| sql_err("preparing log replay", e))?;
+    let mut rows = if bounded {
+        stmt.query(params![
+            after,
+            upto,
+            prefix,
+            end.as_deref().unwrap_or_default()
+        ])
+    } else {
+        stmt.query(params![after, upto])
+    }
+    .map_err(|e| sql_err("reading the log", e))?;
+    let mut events = Vec::new();
+    while let Some(row) = rows.next().map_err(|e| sql_err("reading a log row", e))? {
+        let Some(ev) = event_of_row(row)? else {
+            return Err(StoreError::Compacted {
+                requested: after,
+                oldest: upto,
+            });
+        };
+        if !ev.key.starts_with(prefix) {
+            continue;
+        }
+        if events.len() == limit {
+            return Ok(None);
+        }
+        events.push(ev);
+    }
+    Ok(Some(events))
+}
+
+/// The least string above every key that starts with `prefix`, when one is easily made (its last
+/// character is ASCII below DEL); `None` for the empty prefix or any other.
+fn key_range_end(prefix: &str) -> Option<String> {
+    let (last_at, last) = prefix.char_indices().next_back()?;
+    let next = u8::try_from(last).ok().filter(|b| *b < 0x7f)? + 1;
+    let mut end = prefix[..last_at].to_string();
+    end.push(char::from(next));
+    Some(end)
+}
+
+/// One row of `SELECT k.id, k.name, k.created, k.deleted, k.value, p.id, p.value` as a watch
+/// event; `None` for a change whose previous value is no longer stored.
+fn event_of_row(row: &rusqlite::Row<'_>) -> Result<Option<super::Event>, StoreError> {
+    let id: Rev = row.get(0).map_err(|e| sql_err("reading id", e))?;
+    let name: String = row.get(1).map_err(|e| sql_err("reading name", e))?;
+    let created: bool = row.get(2).map_err(|e| sql_err("reading created", e))?;
+    let deleted: bool = row.get(3).map_err(|e| sql_err("reading deleted", e))?;
+    let value: Vec<u8> = row.get(4).map_err(|e| sql_err("reading value", e))?;
+    let prev_id: Option<Rev> = row.get(5).map_err(|e| sql_err("reading prev id", e))?;
+    let prev: Option<Vec<u8>> = row.get(6).map_err(|e| sql_err("reading prev value", e))?;
+    let prev = match prev {
+        Some(p) if !created => Some(obj_from_stored(&name, prev_id.unwrap_or(0), p)?),
+        None if !created => return Ok(None),
+        _ => None,
+    };
+    let kind = if created {
+        super::EventKind::Added
+    } else if deleted {
+        super::EventKind::Deleted
+    } else {
+        super::EventKind::Modified
+    };
+    Ok(Some(super::Event {
+        kind,
+        key: Arc::from(name.as_str()),
+        obj: obj_from_stored(&name, id, value)?,
+        prev,
+    }))
 }
 
 /// Rebuilds an `Obj` from a stored row (the stored JSON already carries its resourceVersion).

@@ -569,8 +569,14 @@ impl Store {
         list::list(&self.inner.shared, prefix, at, after_key, limit, filter)
     }
 
-    /// Events for keys under `prefix` with revision > `after`. Compacted if `after` < oldest revision
-    /// still in the history window (caller answers 410 Gone).
+    /// Events for keys under `prefix` with revision > `after`: replayed from the in-memory history,
+    /// and in file mode from the SQLite log for what the history no longer holds (as etcd serves
+    /// a watch from any revision after its compaction). Compacted if `after` is older than both
+    /// (caller answers 410 Gone).
+    ///
+    /// Why the log: the history is the last [`DEFAULT_HISTORY`] events of the whole store, a few
+    /// seconds when 10,000 agents write, so an agent's watch renewed a little late got 410 and
+    /// relisted although nothing of its namespace had left the history's time span.
     pub fn watch(&self, prefix: &str, after: Rev) -> Result<Watch, StoreError> {
         let shared = &self.inner.shared;
         // Subscribe before reading history: an event published in between is then seen twice
@@ -581,25 +587,53 @@ impl Store {
         };
         let st = shared.state.read();
         let oldest = st.oldest_watchable();
-        if after < oldest {
+        // The log holds every revision after the compaction mark: it replays `(after, oldest]`.
+        let from_log = after < oldest;
+        if from_log && (shared.reader.is_none() || after < st.compact_rev) {
             return Err(StoreError::Compacted {
                 requested: after,
-                oldest,
+                oldest: self.oldest_watchable_in(&st),
             });
         }
+        // At most a history's worth from the log: a watcher further behind relists.
+        let limit = st.history_cap;
         let newest = st.history.back().map_or(st.rev, |e| e.obj.rev);
         // History revisions are consecutive: jump straight to the first one after `after`.
         let start = match st.history.front() {
             Some(front) => usize::try_from(after + 1 - front.obj.rev).unwrap_or(0),
             None => 0,
         };
-        let replay: VecDeque<Event> = st
+        let mut replay: VecDeque<Event> = st
             .history
             .iter()
             .skip(start)
             .filter(|e| e.obj.rev > after && e.key.starts_with(prefix))
             .cloned()
             .collect();
+        drop(st);
+        if from_log {
+            let logged = match &shared.reader {
+                Some(reader) => db::log_between(&reader.lock(), prefix, after, oldest, limit)?,
+                None => None,
+            };
+            // Compaction announces its mark before deleting: re-checked after the read, a mark
+            // past `after` means rows may be missing.
+            let st = shared.state.read();
+            match logged {
+                Some(events) if after >= st.compact_rev => {
+                    for ev in events.into_iter().rev() {
+                        replay.push_front(ev);
+                    }
+                }
+                // Compacted meanwhile, or more than a history's worth of events: relist.
+                _ => {
+                    return Err(StoreError::Compacted {
+                        requested: after,
+                        oldest: self.oldest_watchable_in(&st),
+                    });
+                }
+            }
+        }
         Ok(Watch {
             prefix: prefix.into(),
             replay,
@@ -623,7 +657,16 @@ impl Store {
 
     /// Oldest revision a watch can resume from.
     pub fn oldest_rev(&self) -> Rev {
-        self.inner.shared.state.read().oldest_watchable()
+        self.oldest_watchable_in(&self.inner.shared.state.read())
+    }
+
+    /// The history's oldest revision, or in file mode the log's when older.
+    fn oldest_watchable_in(&self, st: &State) -> Rev {
+        let oldest = st.oldest_watchable();
+        match self.inner.shared.reader {
+            Some(_) => st.compact_rev.min(oldest),
+            None => oldest,
+        }
     }
 
     /// Oldest revision a list can still be served at (older pages get Compacted).
