@@ -703,66 +703,11 @@ fn send_after(tx: &mpsc::UnboundedSender<String>, name: &str, d: Duration) {
     });
 }
 
-/// One event of the agent's BundleDeployment watch, as [`follow_bundledeployments`] hands it on.
-type BdEvent = Result<watcher::Event<BundleDeployment>, watcher::Error>;
-
-/// The agent's BundleDeployment watch, read on a task of its own and ended with its owner.
-///
-/// Why a task: the deploy loop runs its queue to the end before it looks at the watch again,
-/// and a round of deploys can take minutes on a busy cluster. Read only between rounds, the
-/// watch was renewed (on its 290 s timeout) that much later, from a revision the manager's
-/// history had dropped: `410 Expired`, a relist and a release garbage collection, for 7,315 of
-/// 10,000 agents in one update round of `fleet bench scale`. Read here, it is renewed on time
-/// and its events wait in the channel.
-struct BdWatch {
-    events: mpsc::UnboundedReceiver<BdEvent>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl BdWatch {
-    fn start(api: Api<BundleDeployment>) -> BdWatch {
-        let (tx, events) = mpsc::unbounded_channel();
-        let task = tokio::spawn(follow_bundledeployments(api, tx));
-        BdWatch { events, task }
-    }
-}
-
-impl Drop for BdWatch {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// Reads the BundleDeployment watch into `tx` until the receiver is gone.
-///
-/// Backoff is ours, not the watcher's: a connection error waits (800 ms doubling to 30 s, as
-/// client-go's reflector), but an answer from the manager (a relist after "too old resource
-/// version", which a restarted manager gives) resumes at once: the manager is back.
-/// managedFields is never read by the agent: not kept in memory for every BundleDeployment.
-async fn follow_bundledeployments(api: Api<BundleDeployment>, tx: mpsc::UnboundedSender<BdEvent>) {
-    let mut events = watcher(api, watcher::Config::default())
-        .modify(|bd| bd.metadata.managed_fields = None)
-        .boxed();
-    let mut backoff =
-        crate::backoff::Backoff::new(Duration::from_millis(800), Duration::from_secs(30));
-    while let Some(ev) = events.next().await {
-        let pause = match &ev {
-            Ok(_) => {
-                backoff.reset();
-                None
-            }
-            Err(watcher::Error::WatchError(st)) if st.code == 410 => {
-                backoff.reset();
-                None
-            }
-            Err(_) => Some(backoff.next_delay()),
-        };
-        if tx.send(ev).is_err() {
-            return;
-        }
-        if let Some(d) = pause {
-            tokio::time::sleep(d).await;
-        }
+/// Sleeps until `at` (forever when `None`; the caller guards the branch).
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -808,7 +753,17 @@ pub async fn run(
         tx,
         settled,
     };
-    let mut bd_watch = BdWatch::start(agent.bd_api());
+    let api = agent.bd_api();
+    // Backoff is ours, not the watcher's: a connection error waits (800 ms doubling to 30 s, as
+    // client-go's reflector), but an answer from the manager (a relist after "too old resource
+    // version", which a restarted manager gives) resumes at once: the manager is back.
+    // managedFields is never read here: not kept in memory for every BundleDeployment.
+    let mut bd_events = watcher(api, watcher::Config::default())
+        .modify(|bd| bd.metadata.managed_fields = None)
+        .boxed();
+    let mut watch_backoff =
+        crate::backoff::Backoff::new(Duration::from_millis(800), Duration::from_secs(30));
+    let mut resume_at: Option<tokio::time::Instant> = None;
     let mut log = RateLimitedLog::new(Duration::from_secs(30));
     let mut retry_delay: HashMap<String, Duration> = HashMap::new();
     // Set by a completed (re-)list: once the queue drains, the agent says it is in sync.
@@ -819,8 +774,16 @@ pub async fn run(
     let mut relisted: Option<HashSet<String>> = None;
     loop {
         tokio::select! {
-            ev = bd_watch.events.recv() => {
+            () = sleep_until_some(resume_at), if resume_at.is_some() => resume_at = None,
+            ev = bd_events.next(), if resume_at.is_none() => {
                 let Some(ev) = ev else { return };
+                match &ev {
+                    Ok(_) => watch_backoff.reset(),
+                    Err(watcher::Error::WatchError(st)) if st.code == 410 => watch_backoff.reset(),
+                    Err(_) => {
+                        resume_at = Some(tokio::time::Instant::now() + watch_backoff.next_delay());
+                    }
+                }
                 match ev {
                     Ok(watcher::Event::Apply(bd)) | Ok(watcher::Event::InitApply(bd)) => {
                         log.reset();
