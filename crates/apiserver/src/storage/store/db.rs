@@ -218,42 +218,41 @@ pub(crate) fn log_between(
     upto: Rev,
     limit: usize,
 ) -> Result<Option<Vec<super::Event>>, StoreError> {
-    const SELECT: &str = "SELECT k.id, k.name, k.created, k.deleted, k.value, p.id, p.value \
-        FROM kv k LEFT JOIN kv p ON k.prev_revision > 0 AND p.id = k.prev_revision WHERE ";
     // A namespace's keys are few: walk them by name (index `kv_name_id`). A wider prefix walks
     // the revisions instead (the unary `+` keeps SQLite off the name index).
     let namespaced = prefix.matches('/').count() >= 4;
     let end = key_range_end(prefix);
-    let (filter, bounded) = match (&end, namespaced) {
-        (Some(_), true) => (
-            "k.name >= ?3 AND k.name < ?4 AND k.id > ?1 AND k.id <= ?2",
-            true,
-        ),
-        (Some(_), false) => (
-            "k.id > ?1 AND k.id <= ?2 AND +k.name >= ?3 AND +k.name < ?4",
-            true,
-        ),
-        (None, _) => ("k.id > ?1 AND k.id <= ?2", false),
+    let filter = match (&end, namespaced) {
+        (Some(_), true) => "k.name >= ?3 AND k.name < ?4 AND k.id > ?1 AND k.id <= ?2",
+        (Some(_), false) => "k.id > ?1 AND k.id <= ?2 AND +k.name >= ?3 AND +k.name < ?4",
+        (None, _) if prefix.is_empty() => "k.id > ?1 AND k.id <= ?2 AND ?3 = ?4",
+        // No key range for such a prefix (every real one ends with `/`): relist.
+        (None, _) => return Ok(None),
     };
-    let sql = format!(
-        "{SELECT}{filter} ORDER BY k.id LIMIT {}",
-        limit.saturating_add(1)
-    );
-    let mut stmt = conn
-        .prepare_cached(&sql)
-        .map_err(|e| sql_err("preparing log replay", e))?;
-    let mut rows = if bounded {
-        stmt.query(params![
-            after,
-            upto,
-            prefix,
-            end.as_deref().unwrap_or_default()
-        ])
-    } else {
-        stmt.query(params![after, upto])
+    let args = params![after, upto, prefix, end.as_deref().unwrap_or_default()];
+    // Counted first, without reading a value: a watcher too far behind costs no decoding.
+    let count: i64 = conn
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM (SELECT 1 FROM kv k WHERE {filter} LIMIT {})",
+            limit.saturating_add(1)
+        ))
+        .and_then(|mut stmt| stmt.query_row(args, |r| r.get(0)))
+        .map_err(|e| sql_err("counting the log", e))?;
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    if count > limit {
+        return Ok(None);
     }
-    .map_err(|e| sql_err("reading the log", e))?;
-    let mut events = Vec::new();
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT k.id, k.name, k.created, k.deleted, k.value, p.id, p.value FROM kv k \
+             LEFT JOIN kv p ON k.prev_revision > 0 AND p.id = k.prev_revision \
+             WHERE {filter} ORDER BY k.id"
+        ))
+        .map_err(|e| sql_err("preparing log replay", e))?;
+    let mut rows = stmt
+        .query(args)
+        .map_err(|e| sql_err("reading the log", e))?;
+    let mut events = Vec::with_capacity(count);
     while let Some(row) = rows.next().map_err(|e| sql_err("reading a log row", e))? {
         let Some(ev) = event_of_row(row)? else {
             return Err(StoreError::Compacted {
@@ -261,12 +260,6 @@ pub(crate) fn log_between(
                 oldest: upto,
             });
         };
-        if !ev.key.starts_with(prefix) {
-            continue;
-        }
-        if events.len() == limit {
-            return Ok(None);
-        }
         events.push(ev);
     }
     Ok(Some(events))

@@ -618,20 +618,22 @@ impl Store {
             };
             // Compaction announces its mark before deleting: re-checked after the read, a mark
             // past `after` means rows may be missing.
-            let st = shared.state.read();
-            match logged {
-                Some(events) if after >= st.compact_rev => {
-                    for ev in events.into_iter().rev() {
-                        replay.push_front(ev);
-                    }
-                }
+            let compact_rev = shared.state.read().compact_rev;
+            let Some(events) = logged.filter(|_| after >= compact_rev) else {
                 // Compacted meanwhile, or more than a history's worth of events: relist.
-                _ => {
-                    return Err(StoreError::Compacted {
-                        requested: after,
-                        oldest: self.oldest_watchable_in(&st),
-                    });
-                }
+                return Err(StoreError::Compacted {
+                    requested: after,
+                    oldest: self.oldest_rev(),
+                });
+            };
+            // The log's JSON is plain: packed as the history's is, a replay waiting to be sent
+            // takes a fraction of the memory (thousands of agents may resume at once).
+            for ev in events.into_iter().rev() {
+                replay.push_front(Event {
+                    obj: shared.packer.packed(ev.obj),
+                    prev: ev.prev.map(|p| shared.packer.packed(p)),
+                    ..ev
+                });
             }
         }
         Ok(Watch {

@@ -167,6 +167,21 @@ impl Packer {
         pack_with(&cur, json, rv_at)
     }
 
+    /// `obj` packed with the current dictionary when it is held plain and packs (an object read
+    /// back from the log), else `obj` as it is.
+    pub(crate) fn packed(&self, obj: Obj) -> Obj {
+        if obj.is_packed() {
+            return obj;
+        }
+        let Some(cur) = self.current.read().clone() else {
+            return obj;
+        };
+        match with_hole(&obj).and_then(|(hole, at)| pack_with(&cur, &hole, at)) {
+            Some(p) => obj.with_packed(p),
+            None => obj,
+        }
+    }
+
     /// Whether a store of `live` objects should train a (new) dictionary now; if so, the caller
     /// must run [`train`] (the flag stays set until it has).
     pub(crate) fn due(&self, live: usize) -> bool {
@@ -456,6 +471,44 @@ pub(crate) mod tests {
             .map(|o| o.packed().map_or(o.json_len(), Packed::packed_len))
             .sum();
         (plain, held)
+    }
+
+    /// Events a watch replays from the log (plain JSON there) are packed like the history's,
+    /// and read back the same bytes the writes returned.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn events_replayed_from_the_log_are_packed() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::open(StoreConfig {
+            path: Some(dir.path().join("store.db")),
+            history: 32,
+            pack_from: Some(100),
+            ..StoreConfig::in_memory()
+        })
+        .expect("store");
+        for i in 0..300 {
+            store.create(&key(i), bd(i, "c1")).await.expect("create");
+        }
+        wait_packed(&store, "after the first dictionary");
+        let from = store.current_rev();
+        let mut written = Vec::new();
+        for i in 0..40 {
+            let o = store
+                .update(&key(i), None, bd(i, "c2"))
+                .await
+                .expect("update");
+            written.push(o.json());
+        }
+        // The first 8 come from the log, the other 32 from the history.
+        let mut watch = store.watch("/fleet.cattle.io/", from).expect("watch");
+        for (i, want) in written.iter().enumerate() {
+            let ev = tokio::time::timeout(Duration::from_secs(10), watch.next())
+                .await
+                .expect("event in time")
+                .expect("watch open");
+            assert!(ev.obj.packed().is_some(), "event {i} held packed");
+            assert!(ev.prev.as_ref().is_some_and(|p| p.packed().is_some()));
+            assert_eq!(ev.obj.json(), *want, "event {i}");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
