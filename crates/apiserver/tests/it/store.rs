@@ -663,9 +663,16 @@ async fn watch_history_survives_a_restart() {
         ..StoreConfig::in_memory()
     })
     .unwrap();
-    // What the window dropped, the log still replays.
-    assert_eq!(s.oldest_rev(), 0);
-    let mut w = s.watch("/core/configmaps/", 10).unwrap();
+    assert_eq!(s.oldest_rev(), 11);
+    assert!(matches!(
+        s.watch("/core/configmaps/", 10),
+        Err(StoreError::Compacted {
+            requested: 10,
+            oldest: 11
+        })
+    ));
+    // What the window dropped, the log still replays to a watcher of the namespace.
+    let mut w = s.watch("/core/configmaps/ns/", 10).unwrap();
     for want in 11..=13 {
         assert_eq!(next_event(&mut w).await.obj.rev, want);
     }
@@ -713,7 +720,6 @@ async fn file_backed_watch_resumes_from_the_log() {
     );
     s.delete(&key_in("a", "a2"), None).await.unwrap(); // 25
     busy(20, 10).await; // up to 35: the history holds 32..=35
-    assert_eq!(s.oldest_rev(), 0, "nothing compacted yet");
 
     let mut w = s.watch("/core/configmaps/a/", 2).unwrap();
     let mut got = Vec::new();
@@ -752,14 +758,27 @@ async fn file_backed_watch_resumes_from_the_log() {
     let e = next_event(&mut w).await;
     assert_eq!((e.kind, e.obj.rev), (EventKind::Added, 36));
 
-    // More than a history's worth (4) for the whole resource: 410 and a relist instead.
+    // A watcher of the whole resource that far behind relists (410): its catching up would
+    // cost more than a list.
     assert!(matches!(
-        s.watch("/core/configmaps/", 2),
-        Err(StoreError::Compacted { requested: 2, .. })
+        s.watch("/core/configmaps/", 30),
+        Err(StoreError::Compacted { requested: 30, .. })
+    ));
+    // So does one of a namespace with more than a history's worth (4) of events to catch up on
+    // in the log: c0..c5 are 37..=42, then the history holds 43..=46.
+    for i in 0..6 {
+        s.create(&key_in("c", &format!("c{i}")), obj("cm", "1"))
+            .await
+            .unwrap();
+    }
+    busy(30, 4).await;
+    assert!(matches!(
+        s.watch("/core/configmaps/c/", 36),
+        Err(StoreError::Compacted { requested: 36, .. })
     ));
     assert!(
-        s.watch("/core/configmaps/", 30).is_ok(),
-        "two events from the log, the rest from the history"
+        s.watch("/core/configmaps/c/", 38).is_ok(),
+        "four to catch up on"
     );
 
     // Compaction ends it: from before the mark 410, from the mark on the log still serves.

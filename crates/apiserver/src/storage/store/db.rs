@@ -205,10 +205,10 @@ pub(crate) fn load_history(conn: &Connection, after: Rev) -> Result<Vec<super::E
     Ok(events)
 }
 
-/// The log's events for keys under `prefix` with revisions in `(after, upto]`, oldest first, or
-/// `None` when there are more than `limit` of them: what a watcher resuming from a revision the
-/// in-memory history has dropped missed, as etcd serves a watch from any revision after its
-/// compaction. Every row after the compaction mark still has its previous value (compaction
+/// The log's events for keys under `prefix`, a namespace's (`/group/resource/namespace/`), with
+/// revisions in `(after, upto]`, oldest first; `None` for a wider prefix or more than `limit`
+/// events: what a watcher resuming from a revision the in-memory history has dropped missed, as
+/// etcd serves a watch from any revision after its compaction. Every row after the compaction mark still has its previous value (compaction
 /// deletes only what a revision at or below the mark superseded), so each event keeps the
 /// `prev` that selector-filtered watches need; a row without it answers Compacted.
 pub(crate) fn log_between(
@@ -218,18 +218,17 @@ pub(crate) fn log_between(
     upto: Rev,
     limit: usize,
 ) -> Result<Option<Vec<super::Event>>, StoreError> {
-    // A namespace's keys are few: walk them by name (index `kv_name_id`). A wider prefix walks
-    // the revisions instead (the unary `+` keeps SQLite off the name index).
-    let namespaced = prefix.matches('/').count() >= 4;
-    let end = key_range_end(prefix);
-    let filter = match (&end, namespaced) {
-        (Some(_), true) => "k.name >= ?3 AND k.name < ?4 AND k.id > ?1 AND k.id <= ?2",
-        (Some(_), false) => "k.id > ?1 AND k.id <= ?2 AND +k.name >= ?3 AND +k.name < ?4",
-        (None, _) if prefix.is_empty() => "k.id > ?1 AND k.id <= ?2 AND ?3 = ?4",
-        // No key range for such a prefix (every real one ends with `/`): relist.
-        (None, _) => return Ok(None),
+    // Only a namespace's keys, which are few, walked by name (index `kv_name_id`). A watcher of
+    // a whole resource that far behind may have tens of thousands of events to catch up on:
+    // a relist costs it less than their replay costs the server.
+    if prefix.matches('/').count() < 4 {
+        return Ok(None);
+    }
+    let Some(end) = key_range_end(prefix) else {
+        return Ok(None);
     };
-    let args = params![after, upto, prefix, end.as_deref().unwrap_or_default()];
+    let filter = "k.name >= ?3 AND k.name < ?4 AND k.id > ?1 AND k.id <= ?2";
+    let args = params![after, upto, prefix, end];
     // Counted first, without reading a value: a watcher too far behind costs no decoding.
     let count: i64 = conn
         .prepare_cached(&format!(

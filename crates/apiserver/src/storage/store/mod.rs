@@ -570,13 +570,14 @@ impl Store {
     }
 
     /// Events for keys under `prefix` with revision > `after`: replayed from the in-memory history,
-    /// and in file mode from the SQLite log for what the history no longer holds (as etcd serves
-    /// a watch from any revision after its compaction). Compacted if `after` is older than both
-    /// (caller answers 410 Gone).
+    /// and for a namespace's prefix in file mode from the SQLite log for what the history no
+    /// longer holds (as etcd serves a watch from any revision after its compaction). Compacted if
+    /// `after` is older than what can be replayed (caller answers 410 Gone).
     ///
     /// Why the log: the history is the last [`DEFAULT_HISTORY`] events of the whole store, a few
     /// seconds when 10,000 agents write, so an agent's watch renewed a little late got 410 and
-    /// relisted although nothing of its namespace had left the history's time span.
+    /// relisted although nothing of its namespace had left the history's time span. A watcher
+    /// of a whole resource that far behind has more to catch up on than a relist costs.
     pub fn watch(&self, prefix: &str, after: Rev) -> Result<Watch, StoreError> {
         let shared = &self.inner.shared;
         // Subscribe before reading history: an event published in between is then seen twice
@@ -589,10 +590,11 @@ impl Store {
         let oldest = st.oldest_watchable();
         // The log holds every revision after the compaction mark: it replays `(after, oldest]`.
         let from_log = after < oldest;
-        if from_log && (shared.reader.is_none() || after < st.compact_rev) {
+        let namespaced = prefix.matches('/').count() >= 4;
+        if from_log && (shared.reader.is_none() || !namespaced || after < st.compact_rev) {
             return Err(StoreError::Compacted {
                 requested: after,
-                oldest: self.oldest_watchable_in(&st),
+                oldest: self.oldest_for(&st, namespaced),
             });
         }
         // At most a history's worth from the log: a watcher further behind relists.
@@ -618,12 +620,15 @@ impl Store {
             };
             // Compaction announces its mark before deleting: re-checked after the read, a mark
             // past `after` means rows may be missing.
-            let compact_rev = shared.state.read().compact_rev;
+            let (compact_rev, oldest) = {
+                let st = shared.state.read();
+                (st.compact_rev, self.oldest_for(&st, namespaced))
+            };
             let Some(events) = logged.filter(|_| after >= compact_rev) else {
                 // Compacted meanwhile, or more than a history's worth of events: relist.
                 return Err(StoreError::Compacted {
                     requested: after,
-                    oldest: self.oldest_rev(),
+                    oldest,
                 });
             };
             // The log's JSON is plain: packed as the history's is, a replay waiting to be sent
@@ -657,17 +662,19 @@ impl Store {
         self.inner.shared.state.read().rev
     }
 
-    /// Oldest revision a watch can resume from.
+    /// Oldest revision any watch can resume from (one of a namespace may resume from the log's,
+    /// see [`Store::watch`]).
     pub fn oldest_rev(&self) -> Rev {
-        self.oldest_watchable_in(&self.inner.shared.state.read())
+        self.inner.shared.state.read().oldest_watchable()
     }
 
-    /// The history's oldest revision, or in file mode the log's when older.
-    fn oldest_watchable_in(&self, st: &State) -> Rev {
+    /// The oldest revision a watch of `prefix` can resume from: the history's, or for a
+    /// namespace's prefix in file mode the log's when older.
+    fn oldest_for(&self, st: &State, namespaced: bool) -> Rev {
         let oldest = st.oldest_watchable();
         match self.inner.shared.reader {
-            Some(_) => st.compact_rev.min(oldest),
-            None => oldest,
+            Some(_) if namespaced => st.compact_rev.min(oldest),
+            _ => oldest,
         }
     }
 

@@ -499,7 +499,9 @@ pub(crate) mod tests {
             written.push(o.json());
         }
         // The first 8 come from the log, the other 32 from the history.
-        let mut watch = store.watch("/fleet.cattle.io/", from).expect("watch");
+        let mut watch = store
+            .watch("/fleet.cattle.io/bundledeployments/ns/", from)
+            .expect("watch");
         for (i, want) in written.iter().enumerate() {
             let ev = tokio::time::timeout(Duration::from_secs(10), watch.next())
                 .await
