@@ -208,9 +208,10 @@ pub(crate) fn load_history(conn: &Connection, after: Rev) -> Result<Vec<super::E
 /// The log's events for keys under `prefix`, a namespace's (`/group/resource/namespace/`), with
 /// revisions in `(after, upto]`, oldest first; `None` for a wider prefix or more than `limit`
 /// events: what a watcher resuming from a revision the in-memory history has dropped missed, as
-/// etcd serves a watch from any revision after its compaction. Every row after the compaction mark still has its previous value (compaction
-/// deletes only what a revision at or below the mark superseded), so each event keeps the
-/// `prev` that selector-filtered watches need; a row without it answers Compacted.
+/// etcd serves a watch from any revision after its compaction. Every row after the compaction
+/// mark still has its previous value (compaction deletes only what a revision at or below the
+/// mark superseded), so each event keeps the `prev` that selector-filtered watches need; a row
+/// without it answers Compacted.
 pub(crate) fn log_between(
     conn: &Connection,
     prefix: &str,
