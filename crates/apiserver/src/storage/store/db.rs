@@ -206,11 +206,11 @@ pub(crate) fn load_history(conn: &Connection, after: Rev) -> Result<Vec<super::E
 }
 
 /// The log's events for keys under `prefix`, a namespace's (`/group/resource/namespace/`), with
-/// revisions in `(after, upto]`, oldest first; `None` for a wider prefix or more than `limit`
-/// events: what a watcher resuming from a revision the in-memory history has dropped missed, as
-/// etcd serves a watch from any revision after its compaction. Every row after the compaction
-/// mark still has its previous value (compaction deletes only what a revision at or below the
-/// mark superseded), so each event keeps the `prev` that selector-filtered watches need; a row
+/// revisions in `(after, upto]`, oldest first; `None` for more than `limit` events: what a
+/// watcher resuming from a revision the in-memory history has dropped missed, as etcd serves a
+/// watch from any revision after its compaction. Every row after the compaction mark still has
+/// its previous value (compaction deletes only what a revision at or below the mark
+/// superseded), so each event keeps the `prev` that selector-filtered watches need; a row
 /// without it answers Compacted.
 pub(crate) fn log_between(
     conn: &Connection,
@@ -219,12 +219,8 @@ pub(crate) fn log_between(
     upto: Rev,
     limit: usize,
 ) -> Result<Option<Vec<super::Event>>, StoreError> {
-    // Only a namespace's keys, which are few, walked by name (index `kv_name_id`). A watcher of
-    // a whole resource that far behind may have tens of thousands of events to catch up on:
-    // a relist costs it less than their replay costs the server.
-    if prefix.matches('/').count() < 4 {
-        return Ok(None);
-    }
+    // A namespace's keys are few: walked by name (index `kv_name_id`). The caller asks only for
+    // those (`Store::watch`).
     let Some(end) = key_range_end(prefix) else {
         return Ok(None);
     };

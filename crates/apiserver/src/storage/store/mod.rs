@@ -590,7 +590,8 @@ impl Store {
         let oldest = st.oldest_watchable();
         // The log holds every revision after the compaction mark: it replays `(after, oldest]`.
         let from_log = after < oldest;
-        let namespaced = prefix.matches('/').count() >= 4;
+        // `/group/resource/namespace/...`: the prefix of a namespace's hub (see `watch.rs`).
+        let namespaced = watch::through_slash(prefix, 4).is_some();
         if from_log && (shared.reader.is_none() || !namespaced || after < st.compact_rev) {
             return Err(StoreError::Compacted {
                 requested: after,
