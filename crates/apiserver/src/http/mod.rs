@@ -152,7 +152,7 @@ async fn resource(srv: ApiServer, rp: ResourcePath, q: Query, req: Request) -> A
     match (&method, rp.name.as_deref()) {
         (&Method::GET, Some(name)) => read::get(&srv, &info, ns, name, rp.sub.as_deref(), table),
         (&Method::GET, None) if q.watch => {
-            crate::http::watch::watch(&srv, info, rp.namespace.clone(), &q, table)
+            crate::http::watch::watch(&srv, info, rp.namespace.clone(), &q, table).await
         }
         (&Method::GET, None) => read::list(&srv, &info, ns, &q, table),
         (&Method::POST, None) => write::create(&srv, &info, ns, &q, &headers, body).await,

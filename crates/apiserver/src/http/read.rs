@@ -99,6 +99,13 @@ impl Selectors {
         Ok(Selectors { labels, fields })
     }
 
+    /// Whether a change to an object can change whether it matches (a label selector, or a field
+    /// selector on more than its name and namespace). When not, a watch needs no previous values:
+    /// a modified object matches after the change exactly when it did before.
+    pub fn depends_on_content(&self) -> bool {
+        !self.labels.reqs.is_empty() || !self.fields.only_meta()
+    }
+
     /// Whether a stored object matches; parses the JSON only for non-metadata field selectors.
     pub fn matches(&self, key: &str, obj: &Obj) -> bool {
         if !self.labels.matches(&*obj.labels) {

@@ -159,10 +159,15 @@ impl State {
                 EventKind::Added => now_matches.then_some("ADDED"),
                 EventKind::Deleted => now_matches.then_some("DELETED"),
                 EventKind::Modified => {
-                    let before = ev
-                        .prev
-                        .as_ref()
-                        .is_some_and(|p| self.sel.matches(&ev.key, p));
+                    // A replay from the log holds no previous value when the selector cannot
+                    // tell one from the other (see `Store::watch_nonblocking`).
+                    let before = if self.sel.depends_on_content() {
+                        ev.prev
+                            .as_ref()
+                            .is_some_and(|p| self.sel.matches(&ev.key, p))
+                    } else {
+                        now_matches
+                    };
                     match (before, now_matches) {
                         (true, true) => Some("MODIFIED"),
                         (false, true) => Some("ADDED"),
@@ -180,7 +185,7 @@ impl State {
 }
 
 /// Starts a watch (GET with `watch=true`).
-pub fn watch(
+pub async fn watch(
     srv: &ApiServer,
     info: Arc<ResourceInfo>,
     ns: Option<String>,
@@ -233,7 +238,11 @@ pub fn watch(
         .map(Duration::from_secs)
         .unwrap_or(srv.inner.cfg.default_watch_timeout);
     let deadline = Instant::now() + timeout;
-    let watch = match srv.store().watch(&prefix, start) {
+    let watch = match srv
+        .store()
+        .watch_nonblocking(&prefix, start, sel.depends_on_content())
+        .await
+    {
         Ok(w) => w,
         Err(StoreError::Compacted { requested, oldest }) => {
             let e = ApiError::gone(format!("too old resource version: {requested} ({oldest})"));

@@ -196,7 +196,7 @@ pub(crate) fn load_history(conn: &Connection, after: Rev) -> Result<Vec<super::E
         if events.last().is_some_and(|e| e.obj.rev + 1 != id) {
             events.clear();
         }
-        match event_of_row(row)? {
+        match event_of_row(row, true)? {
             Some(ev) => events.push(ev),
             // Its previous value is compacted: the run restarts after it.
             None => events.clear(),
@@ -208,16 +208,18 @@ pub(crate) fn load_history(conn: &Connection, after: Rev) -> Result<Vec<super::E
 /// The log's events for keys under `prefix`, a namespace's (`/group/resource/namespace/`), with
 /// revisions in `(after, upto]`, oldest first; `None` for more than `limit` events: what a
 /// watcher resuming from a revision the in-memory history has dropped missed, as etcd serves a
-/// watch from any revision after its compaction. Every row after the compaction mark still has
-/// its previous value (compaction deletes only what a revision at or below the mark
-/// superseded), so each event keeps the `prev` that selector-filtered watches need; a row
-/// without it answers Compacted.
+/// watch from any revision after its compaction. With `with_prev`, each event keeps the `prev`
+/// that selector-filtered watches need: every row after the compaction mark still has its
+/// previous value (compaction deletes only what a revision at or below the mark superseded); a
+/// row without it answers Compacted. Without, no previous value is read (half the rows read,
+/// decoded and packed when thousands of watchers resume at once).
 pub(crate) fn log_between(
     conn: &Connection,
     prefix: &str,
     after: Rev,
     upto: Rev,
     limit: usize,
+    with_prev: bool,
 ) -> Result<Option<Vec<super::Event>>, StoreError> {
     // A namespace's keys are few: walked by name (index `kv_name_id`). The caller asks only for
     // those (`Store::watch`).
@@ -238,19 +240,27 @@ pub(crate) fn log_between(
     if count > limit {
         return Ok(None);
     }
-    let mut stmt = conn
-        .prepare_cached(&format!(
+    let sql = if with_prev {
+        format!(
             "SELECT k.id, k.name, k.created, k.deleted, k.value, p.id, p.value FROM kv k \
              LEFT JOIN kv p ON k.prev_revision > 0 AND p.id = k.prev_revision \
              WHERE {filter} ORDER BY k.id"
-        ))
+        )
+    } else {
+        format!(
+            "SELECT k.id, k.name, k.created, k.deleted, k.value FROM kv k \
+             WHERE {filter} ORDER BY k.id"
+        )
+    };
+    let mut stmt = conn
+        .prepare_cached(&sql)
         .map_err(|e| sql_err("preparing log replay", e))?;
     let mut rows = stmt
         .query(args)
         .map_err(|e| sql_err("reading the log", e))?;
     let mut events = Vec::with_capacity(count);
     while let Some(row) = rows.next().map_err(|e| sql_err("reading a log row", e))? {
-        let Some(ev) = event_of_row(row)? else {
+        let Some(ev) = event_of_row(row, with_prev)? else {
             return Err(StoreError::Compacted {
                 requested: after,
                 oldest: upto,
@@ -271,20 +281,27 @@ fn key_range_end(prefix: &str) -> Option<String> {
     Some(end)
 }
 
-/// One row of `SELECT k.id, k.name, k.created, k.deleted, k.value, p.id, p.value` as a watch
-/// event; `None` for a change whose previous value is no longer stored.
-fn event_of_row(row: &rusqlite::Row<'_>) -> Result<Option<super::Event>, StoreError> {
+/// One row of `SELECT k.id, k.name, k.created, k.deleted, k.value[, p.id, p.value]` as a watch
+/// event (the last two columns only `with_prev`); `None` for a change whose previous value was
+/// asked for and is no longer stored.
+fn event_of_row(
+    row: &rusqlite::Row<'_>,
+    with_prev: bool,
+) -> Result<Option<super::Event>, StoreError> {
     let id: Rev = row.get(0).map_err(|e| sql_err("reading id", e))?;
     let name: String = row.get(1).map_err(|e| sql_err("reading name", e))?;
     let created: bool = row.get(2).map_err(|e| sql_err("reading created", e))?;
     let deleted: bool = row.get(3).map_err(|e| sql_err("reading deleted", e))?;
     let value: Vec<u8> = row.get(4).map_err(|e| sql_err("reading value", e))?;
-    let prev_id: Option<Rev> = row.get(5).map_err(|e| sql_err("reading prev id", e))?;
-    let prev: Option<Vec<u8>> = row.get(6).map_err(|e| sql_err("reading prev value", e))?;
-    let prev = match prev {
-        Some(p) if !created => Some(obj_from_stored(&name, prev_id.unwrap_or(0), p)?),
-        None if !created => return Ok(None),
-        _ => None,
+    let prev = if with_prev && !created {
+        let prev_id: Option<Rev> = row.get(5).map_err(|e| sql_err("reading prev id", e))?;
+        let prev: Option<Vec<u8>> = row.get(6).map_err(|e| sql_err("reading prev value", e))?;
+        match prev {
+            Some(p) => Some(obj_from_stored(&name, prev_id.unwrap_or(0), p)?),
+            None => return Ok(None),
+        }
+    } else {
+        None
     };
     let kind = if created {
         super::EventKind::Added

@@ -129,7 +129,8 @@ pub struct Event {
     pub key: Arc<str>,
     pub obj: Obj,
     /// The previous value, for Modified/Deleted (watch filters need it to emit DELETED when an
-    /// object stops matching a selector).
+    /// object stops matching a selector); also `None` in a replay from the log for a watcher
+    /// that said it does not need it ([`Store::watch_nonblocking`]).
     pub prev: Option<Obj>,
 }
 
@@ -311,7 +312,19 @@ struct Inner {
     sync: Option<StoreSync>,
     shared: Arc<Shared>,
     backend: Backend,
+    /// Permits for [`Store::watch_nonblocking`]'s replays from the log.
+    log_replays: tokio::sync::Semaphore,
 }
+
+/// How many watches replay from the log at once (each on a blocking thread): the reading is
+/// serialized on the one reader connection anyway, and the packing of one replay overlaps the
+/// next one's reading; thousands of watchers resuming at once wait for a permit instead of
+/// holding a blocking thread each.
+const LOG_REPLAYS: usize = 2;
+
+/// The fewest events a watcher resuming from the log may be replayed (see [`Store::watch`]),
+/// however few objects its namespace holds.
+const MIN_REPLAY: usize = 16;
 
 /// Where the writer runs.
 enum Backend {
@@ -485,6 +498,7 @@ impl Store {
                 sync,
                 shared,
                 backend,
+                log_replays: tokio::sync::Semaphore::new(LOG_REPLAYS),
             }),
         })
     }
@@ -578,7 +592,53 @@ impl Store {
     /// seconds when 10,000 agents write, so an agent's watch renewed a little late got 410 and
     /// relisted although nothing of its namespace had left the history's time span. A watcher
     /// of a whole resource that far behind has more to catch up on than a relist costs.
+    ///
+    /// The log is read here, a blocking SQLite read: an async caller that may resume from an
+    /// old revision uses [`Store::watch_nonblocking`].
     pub fn watch(&self, prefix: &str, after: Rev) -> Result<Watch, StoreError> {
+        self.watch_with(prefix, after, true)
+    }
+
+    /// [`Store::watch`] for a request handler: a replay from the log runs on a blocking thread
+    /// (at most [`LOG_REPLAYS`] at once), so the runtime's workers keep serving. Why: when
+    /// 10,000 agents' watches resumed from the log within seconds of each other, the reads ran
+    /// on the manager's two workers, both blocked on the reader's lock, HTTP/2 pings went
+    /// unanswered for 15 s and every agent's connection was dropped as dead. `with_prev: false`
+    /// (a watcher whose selector does not depend on an object's content) reads no previous
+    /// values from the log.
+    pub async fn watch_nonblocking(
+        &self,
+        prefix: &str,
+        after: Rev,
+        with_prev: bool,
+    ) -> Result<Watch, StoreError> {
+        // Checked without the lock held across the await: should the history move on between
+        // this check and the watch, the watch reads the log inline, once.
+        if !self.replays_from_log(prefix, after) {
+            return self.watch_with(prefix, after, with_prev);
+        }
+        let _permit = self
+            .inner
+            .log_replays
+            .acquire()
+            .await
+            .map_err(|_| Self::closed())?;
+        let store = self.clone();
+        let prefix = prefix.to_string();
+        tokio::task::spawn_blocking(move || store.watch_with(&prefix, after, with_prev))
+            .await
+            .map_err(|e| StoreError::Internal(format!("replaying the log: {e}")))?
+    }
+
+    /// Whether a watch of `prefix` from `after` would read the log (see [`Store::watch`]).
+    fn replays_from_log(&self, prefix: &str, after: Rev) -> bool {
+        let shared = &self.inner.shared;
+        shared.reader.is_some()
+            && watch::through_slash(prefix, 4).is_some()
+            && after < shared.state.read().oldest_watchable()
+    }
+
+    fn watch_with(&self, prefix: &str, after: Rev, with_prev: bool) -> Result<Watch, StoreError> {
         let shared = &self.inner.shared;
         // Subscribe before reading history: an event published in between is then seen twice
         // (dropped by `skip_upto`), never missed.
@@ -598,8 +658,23 @@ impl Store {
                 oldest: self.oldest_for(&st, namespaced),
             });
         }
-        // At most a history's worth from the log: a watcher further behind relists.
-        let limit = st.history_cap;
+        // A replay costs its events, the relist it spares the prefix's live objects: the log
+        // replays at most as many events as the prefix holds objects (or `MIN_REPLAY`), and
+        // never more than a history's worth; a watcher further behind relists.
+        let limit = if from_log {
+            let live = st
+                .map
+                .range::<_, str>((
+                    std::ops::Bound::Included(prefix),
+                    std::ops::Bound::Unbounded,
+                ))
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .take(st.history_cap)
+                .count();
+            live.max(MIN_REPLAY).min(st.history_cap)
+        } else {
+            0
+        };
         let newest = st.history.back().map_or(st.rev, |e| e.obj.rev);
         // History revisions are consecutive: jump straight to the first one after `after`.
         let start = match st.history.front() {
@@ -616,7 +691,9 @@ impl Store {
         drop(st);
         if from_log {
             let logged = match &shared.reader {
-                Some(reader) => db::log_between(&reader.lock(), prefix, after, oldest, limit)?,
+                Some(reader) => {
+                    db::log_between(&reader.lock(), prefix, after, oldest, limit, with_prev)?
+                }
                 None => None,
             };
             // Compaction announces its mark before deleting: re-checked after the read, a mark
