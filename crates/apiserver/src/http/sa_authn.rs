@@ -18,7 +18,12 @@ use crate::security::service_accounts::{SA_NAME_ANNOTATION, ServiceAccountConfig
 use crate::state::{ApiServer, Head};
 use crate::storage::store::Rev;
 
-const CACHE_TTL: Duration = Duration::from_secs(60);
+/// How long a signature check and a liveness record are kept. Neither goes stale while kept (a
+/// cached signature's expiry is checked on every use; a liveness record holds only while the
+/// objects it read are at the same revisions), so the TTL bounds memory only: tokens no longer
+/// presented are forgotten. At 60 s, each of 10,000 agents had its signature checked and its
+/// Secret and ServiceAccount parsed again every minute (2% of the manager's CPU in a rollout).
+const CACHE_TTL: Duration = Duration::from_secs(600);
 
 /// A token's cache key: its SHA-256, so an entry costs 32 bytes instead of a JWT's kilobyte
 /// and no other token can collide with it.
