@@ -34,6 +34,17 @@ const DEPENDS_ON_REQUEUE: Duration = Duration::from_secs(15);
 /// "ready"). Readiness changes queue the check that writes it; this bounds the wait.
 const STATUS_SETTLE: Duration = Duration::from_secs(1);
 
+/// The BundleDeployment watch's timeout, drawn per agent between 145 and 290 s (client-go's
+/// reflectors draw theirs between 5 and 10 minutes). With kube's fixed 290 s, agents started
+/// together (a manager's restart, a fleet registered at once) renew their watches together,
+/// every 290 s, and the manager serves thousands of resumes in a few seconds.
+fn watch_timeout() -> u32 {
+    use std::hash::BuildHasher;
+    // RandomState is seeded at random per process and per use: a draw without a crate.
+    let draw = std::collections::hash_map::RandomState::new().hash_one(0u8);
+    145 + (draw % 146) as u32
+}
+
 /// State of the deploy loop.
 pub struct Agent {
     up: Upstream,
@@ -758,7 +769,7 @@ pub async fn run(
     // client-go's reflector), but an answer from the manager (a relist after "too old resource
     // version", which a restarted manager gives) resumes at once: the manager is back.
     // managedFields is never read here: not kept in memory for every BundleDeployment.
-    let mut bd_events = watcher(api, watcher::Config::default())
+    let mut bd_events = watcher(api, watcher::Config::default().timeout(watch_timeout()))
         .modify(|bd| bd.metadata.managed_fields = None)
         .boxed();
     let mut watch_backoff =
@@ -872,6 +883,14 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn watch_timeouts_are_spread_within_the_clients_read_timeout() {
+        let draws: HashSet<u32> = (0..200).map(|_| watch_timeout()).collect();
+        assert!(draws.iter().all(|t| (145..=290).contains(t)), "{draws:?}");
+        // 200 draws from 146 values: far more than a handful of distinct ones.
+        assert!(draws.len() > 50, "{draws:?}");
+    }
 
     #[test]
     fn merge_diff_nulls_removed_keys_and_skips_equal() {
