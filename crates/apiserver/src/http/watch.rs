@@ -67,6 +67,9 @@ fn stream_response(body: Body) -> Response {
 struct State {
     info: Arc<ResourceInfo>,
     sel: Selectors,
+    /// Whether the selector can match an object before a change and not after (or the
+    /// reverse): only then is an event's previous value read, and asked of a replay.
+    needs_prev: bool,
     /// Objects still to send as synthetic ADDED events (their JSON is unpacked one by one as
     /// they are sent, not all up front).
     initial: VecDeque<Obj>,
@@ -161,7 +164,7 @@ impl State {
                 EventKind::Modified => {
                     // A replay from the log holds no previous value when the selector cannot
                     // tell one from the other (see `Store::watch_nonblocking`).
-                    let before = if self.sel.depends_on_content() {
+                    let before = if self.needs_prev {
                         ev.prev
                             .as_ref()
                             .is_some_and(|p| self.sel.matches(&ev.key, p))
@@ -238,9 +241,10 @@ pub async fn watch(
         .map(Duration::from_secs)
         .unwrap_or(srv.inner.cfg.default_watch_timeout);
     let deadline = Instant::now() + timeout;
+    let needs_prev = sel.depends_on_content();
     let watch = match srv
         .store()
-        .watch_nonblocking(&prefix, start, sel.depends_on_content())
+        .watch_nonblocking(&prefix, start, needs_prev)
         .await
     {
         Ok(w) => w,
@@ -254,6 +258,7 @@ pub async fn watch(
     let state = State {
         info,
         sel,
+        needs_prev,
         initial,
         initial_end,
         watch: Some(watch),
