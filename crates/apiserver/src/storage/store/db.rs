@@ -227,10 +227,7 @@ pub(crate) fn log_between(
     let args = params![after, upto, prefix, end];
     // Counted first, without reading a value: a watcher too far behind costs no decoding.
     let count: i64 = conn
-        .prepare_cached(&format!(
-            "SELECT count(*) FROM (SELECT 1 {REPLAY_FROM} {REPLAY_WHERE} LIMIT {})",
-            limit.saturating_add(1)
-        ))
+        .prepare_cached(&replay_count_sql(limit.saturating_add(1)))
         .and_then(|mut stmt| stmt.query_row(args, |r| r.get(0)))
         .map_err(|e| sql_err("counting the log", e))?;
     let count = usize::try_from(count).unwrap_or(usize::MAX);
@@ -265,6 +262,11 @@ pub(crate) fn log_between(
 /// of rows, values and all, to return one or two (16% of the manager's CPU in an update round).
 const REPLAY_FROM: &str = "FROM kv k INDEXED BY kv_name_id";
 const REPLAY_WHERE: &str = "WHERE k.name >= ?3 AND k.name < ?4 AND k.id > ?1 AND k.id <= ?2";
+
+/// Counts a replay's rows, up to `upto` (one past the most a replay may carry).
+fn replay_count_sql(upto: usize) -> String {
+    format!("SELECT count(*) FROM (SELECT 1 {REPLAY_FROM} {REPLAY_WHERE} LIMIT {upto})")
+}
 
 /// The replay's statement, with each change's previous value (`with_prev`) or without.
 fn replay_sql(with_prev: bool) -> String {
@@ -517,9 +519,7 @@ mod tests {
             );
             assert!(!p.contains("k USING INTEGER PRIMARY KEY"), "{p}");
         }
-        let count =
-            format!("SELECT count(*) FROM (SELECT 1 {REPLAY_FROM} {REPLAY_WHERE} LIMIT 17)");
-        let p = plan(&conn, &count);
+        let p = plan(&conn, &replay_count_sql(17));
         assert!(p.contains("kv_name_id (name>? AND name<?)"), "{p}");
     }
 }
