@@ -116,6 +116,8 @@ pub struct Context {
     pub(crate) content_changed: tokio::sync::Notify,
     /// Per Bundle, the fingerprints of the BundleDeployments it wants (see [`DesiredMemo`]).
     desired: Mutex<HashMap<ObjectRef<Bundle>, DesiredMemo>>,
+    /// The budget every paced pass (a settled Bundle's, a GitRepo's summary) books from.
+    pub(crate) pacer: Pacer,
     /// When each Cluster's status was last written (see [`Context::status_spacing`]).
     cluster_status_written: Mutex<HashMap<(String, String), Instant>>,
     /// Bounds the BundleDeployment writes in flight across all reconciles: each needs a
@@ -486,6 +488,7 @@ impl Context {
             contents: Mutex::new(Default::default()),
             content_changed: tokio::sync::Notify::new(),
             desired: Mutex::new(HashMap::new()),
+            pacer: Pacer::default(),
             cluster_status_written: Mutex::new(HashMap::new()),
             write_slots: tokio::sync::Semaphore::new(write_slots),
             ready: AtomicBool::new(false),
@@ -551,6 +554,7 @@ impl Context {
                 inputs,
                 hashes: vec![0; targets],
                 settled: None,
+                booked: None,
             },
         }
     }
@@ -597,9 +601,12 @@ impl Context {
     /// (see [`DesiredMemo::settled`]). Such passes are paced by [`paced_wait`]; None: run now.
     pub(crate) fn settled_wait(&self, b: &Bundle, revision: u64) -> Option<std::time::Duration> {
         let inputs = DesiredMemo::inputs_of(b, revision);
-        let m = self.desired.lock().ok()?;
-        let memo = m.get(&ObjectRef::from(b)).filter(|m| m.inputs == inputs)?;
-        paced_wait(memo.settled?, Instant::now())
+        let mut m = self.desired.lock().ok()?;
+        let memo = m
+            .get_mut(&ObjectRef::from(b))
+            .filter(|m| m.inputs == inputs)?;
+        self.pacer
+            .wait(memo.settled?, &mut memo.booked, Instant::now())
     }
 
     /// Records that the pass of `b` started at `started` left nothing to write.
@@ -608,6 +615,7 @@ impl Context {
             && let Some(memo) = m.get_mut(&ObjectRef::from(b))
         {
             memo.settled = Some((started, started.elapsed()));
+            memo.booked = None;
         }
     }
 
@@ -632,6 +640,8 @@ pub(crate) struct DesiredMemo {
     /// desired BD, BD status changes unlock no rollout step. At 10,000 targets per bundle those
     /// passes, once a second per bundle, were 43% of the manager's CPU.
     settled: Option<(Instant, std::time::Duration)>,
+    /// The slot a deferred paced pass booked from the [`Pacer`].
+    booked: Option<Instant>,
 }
 
 /// Passes that only recompute a summary over many BDs (a Bundle's status once its BDs are all
@@ -639,6 +649,46 @@ pub(crate) struct DesiredMemo {
 /// `PACED_COST_FACTOR` times their own cost, so at 100,000 BDs they take a twentieth of a core.
 const PACED_SPACING: std::time::Duration = std::time::Duration::from_secs(1);
 const PACED_COST_FACTOR: u32 = 20;
+
+/// The one budget of all paced passes. Each pass of one object keeps [`paced_wait`]'s distance
+/// from its own last pass, and every pass also books `PACED_COST_FACTOR` times its last cost
+/// after the passes already booked: together, however many bundles and GitRepos there are,
+/// they take a twentieth of a core. Paced per object only, ten bundles of 10,000 targets each
+/// took half a core between them while their BDs reported in.
+#[derive(Default)]
+pub(crate) struct Pacer {
+    /// Where the booked slots end.
+    next: Mutex<Option<Instant>>,
+}
+
+impl Pacer {
+    /// How long a paced pass must wait (None: run now, and its slot is booked). `last`: the start
+    /// and cost of the object's last paced pass; `booked`: the slot a deferred pass of it booked,
+    /// kept by the caller so that the requeued pass runs in its slot instead of booking again.
+    pub(crate) fn wait(
+        &self,
+        last: (Instant, std::time::Duration),
+        booked: &mut Option<Instant>,
+        now: Instant,
+    ) -> Option<std::time::Duration> {
+        if let Some(at) = *booked {
+            if at <= now {
+                *booked = None;
+                return None;
+            }
+            return Some(at - now);
+        }
+        let own = paced_wait(last, now).unwrap_or_default();
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        let at = (now + own).max(next.unwrap_or(now));
+        *next = Some(at + last.1.saturating_mul(PACED_COST_FACTOR));
+        if at <= now {
+            return None;
+        }
+        *booked = Some(at);
+        Some(at - now)
+    }
+}
 
 /// How long a paced pass must still wait after one that started at `last.0` and took `last.1`
 /// (None: run now).
@@ -960,8 +1010,39 @@ impl Context {
 
 #[cfg(test)]
 mod tests {
-    use super::paced_wait;
+    use super::{Pacer, paced_wait};
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn paced_passes_of_all_objects_share_one_budget() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let pacer = Pacer::default();
+        let (mut a, mut b) = (None, None);
+        // Two objects whose last passes (2 s ago) cost 100 ms each: the first runs now and books
+        // 2 s; the second waits for the end of that slot.
+        let last = (t0, ms(100));
+        let now = t0 + ms(2000);
+        assert_eq!(pacer.wait(last, &mut a, now), None);
+        assert_eq!(pacer.wait(last, &mut b, now), Some(ms(2000)));
+        // Asked again before its slot (a new trigger), it waits out the same slot.
+        assert_eq!(pacer.wait(last, &mut b, now + ms(500)), Some(ms(1500)));
+        // In its slot it runs, without booking again.
+        assert_eq!(pacer.wait(last, &mut b, now + ms(2000)), None);
+        assert_eq!(b, None);
+        // The first object's next pass comes after the second's slot (6 s), although its own
+        // spacing (2 s after its pass at 2 s) ends at 4 s.
+        let a_last = (now, ms(100));
+        assert_eq!(pacer.wait(a_last, &mut a, now + ms(2000)), Some(ms(2000)));
+        // Cheap passes hardly book anything: a second apart, as before.
+        let cheap = Pacer::default();
+        let mut c = None;
+        assert_eq!(cheap.wait((t0, ms(1)), &mut c, t0 + ms(1000)), None);
+        assert_eq!(
+            cheap.wait((t0, ms(1)), &mut None, t0 + ms(1000)),
+            Some(ms(20))
+        );
+    }
 
     #[test]
     fn paced_passes_wait_a_second_or_twenty_times_their_cost() {

@@ -52,6 +52,8 @@ pub struct PollState {
     /// since the summary reads every BD of the GitRepo (a fifth of the manager at 100,000 BDs
     /// when it ran on every trigger; a seventh when it still ran after every 1 s poll).
     summarized: Option<(Instant, Duration)>,
+    /// The slot a deferred summary booked from the shared [`crate::context::Pacer`].
+    summary_booked: Option<Instant>,
 }
 
 impl PollState {
@@ -344,9 +346,8 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     if st.shown() == shown_before
         && !build
         && g.status.is_some()
-        && let Some(wait) = st
-            .summarized
-            .and_then(|last| crate::context::paced_wait(last, now))
+        && let Some(last) = st.summarized
+        && let Some(wait) = ctx.pacer.wait(last, &mut st.summary_booked, now)
     {
         let until_poll = st
             .next_poll
@@ -384,6 +385,7 @@ async fn reconcile(g: Arc<GitRepo>, ctx: Arc<Context>) -> Result<Action, Reconci
     let started = Instant::now();
     let status = compute_status(&ctx, &g, &st);
     st.summarized = Some((started, started.elapsed()));
+    st.summary_booked = None;
     save_state(&ctx, &uid, st);
     write_status(&ctx, &api, &g, status).await?;
     if g.spec.disable_polling
