@@ -135,6 +135,39 @@ async fn configmap_crud_and_conflict() {
         .expect("list");
     assert_eq!(l.items.len(), 1, "only `applied` lacks app=demo");
     let l = api
+        .list(&ListParams::default().labels("app!=demo"))
+        .await
+        .expect("list");
+    assert_eq!(
+        l.items.len(),
+        1,
+        "`!=` matches the object without the label"
+    );
+    let l = api
+        .list(&ListParams::default().labels("app=demo,app!=demo"))
+        .await
+        .expect("list");
+    assert!(l.items.is_empty());
+    let l = api
+        .list(&ListParams::default().labels("app=nobody-has-it-yet"))
+        .await
+        .expect("list");
+    assert!(l.items.is_empty());
+    // A value first asked for, then given to an object, is found (the selector's pair and the
+    // object's are the same shared one).
+    api.patch(
+        "applied",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "nobody-has-it-yet"}}})),
+    )
+    .await
+    .expect("label");
+    let l = api
+        .list(&ListParams::default().labels("app=nobody-has-it-yet"))
+        .await
+        .expect("list");
+    assert_eq!(l.items.len(), 1);
+    let l = api
         .list(&ListParams::default().fields("metadata.name=applied"))
         .await
         .expect("list");
