@@ -12,8 +12,8 @@ use crate::http::table::IncludeObject;
 use crate::state::ApiServer;
 use crate::storage::errors::{ApiError, ApiResult};
 use crate::storage::registry::{ResourceInfo, split_key};
-use crate::storage::selectors::{FieldSelector, LabelReq, LabelSelector, field_value, kind_fields};
-use crate::storage::store::{InternedPair, Labels, Obj, Rev, StoreError};
+use crate::storage::selectors::{FieldSelector, LabelSelector, field_value, kind_fields};
+use crate::storage::store::{Obj, Rev, StoreError};
 
 /// Rewrites the stored `apiVersion` when a CRD object is read through another served version
 /// (CRD "None" conversion); built-ins and same-version reads pass the bytes through untouched.
@@ -82,11 +82,6 @@ pub struct Selectors {
     pub labels: LabelSelector,
     /// Field selector.
     pub fields: FieldSelector,
-    /// Per label requirement, the shared pair of a `key=value` or `key!=value` (see
-    /// [`Labels::holds`](crate::storage::store::Labels::holds)): a list of a Helm release's
-    /// records (`owner=helm,name=...`) tests each Secret of the namespace without reading
-    /// their labels' bytes.
-    pairs: Vec<Option<InternedPair>>,
 }
 
 impl Selectors {
@@ -101,32 +96,7 @@ impl Selectors {
         };
         let fields = FieldSelector::parse(q.field_selector.as_deref().unwrap_or(""), extra)
             .map_err(|e| ApiError::bad_request(e.0))?;
-        let pairs = labels
-            .reqs
-            .iter()
-            .map(|r| match r {
-                LabelReq::Eq(k, v) | LabelReq::NotEq(k, v) => Some(InternedPair::new(k, v)),
-                _ => None,
-            })
-            .collect();
-        Ok(Selectors {
-            labels,
-            fields,
-            pairs,
-        })
-    }
-
-    /// Whether an object's labels satisfy the label selector.
-    fn labels_match(&self, labels: &Labels) -> bool {
-        self.labels
-            .reqs
-            .iter()
-            .zip(&self.pairs)
-            .all(|(r, p)| match (r, p) {
-                (LabelReq::Eq(..), Some(p)) => labels.holds(p),
-                (LabelReq::NotEq(..), Some(p)) => !labels.holds(p),
-                _ => r.matches(labels),
-            })
+        Ok(Selectors { labels, fields })
     }
 
     /// Whether a change to an object can change whether it matches (a label selector, or a field
@@ -138,7 +108,7 @@ impl Selectors {
 
     /// Whether a stored object matches; parses the JSON only for non-metadata field selectors.
     pub fn matches(&self, key: &str, obj: &Obj) -> bool {
-        if !self.labels_match(&obj.labels) {
+        if !self.labels.matches(&*obj.labels) {
             return false;
         }
         if self.fields.is_empty() {

@@ -61,15 +61,8 @@ impl LabelSelector {
 
     /// Whether a label set satisfies every requirement.
     pub fn matches(&self, labels: &(impl LabelSet + ?Sized)) -> bool {
-        self.reqs.iter().all(|r| r.matches(labels))
-    }
-}
-
-impl LabelReq {
-    /// Whether a label set satisfies this requirement.
-    pub fn matches(&self, labels: &(impl LabelSet + ?Sized)) -> bool {
         let has = |vs: &[String], x: &str| vs.iter().any(|v| v == x);
-        match self {
+        self.reqs.iter().all(|r| match r {
             LabelReq::Eq(k, v) => labels.label(k) == Some(v.as_str()),
             LabelReq::NotEq(k, v) => labels.label(k) != Some(v.as_str()),
             LabelReq::In(k, vs) => labels.label(k).is_some_and(|x| has(vs, x)),
@@ -84,7 +77,7 @@ impl LabelReq {
                 .label(k)
                 .and_then(|x| x.parse::<i64>().ok())
                 .is_some_and(|x| x < *n),
-        }
+        })
     }
 }
 

@@ -122,12 +122,6 @@ impl Labels {
             .map(|p| p.split().1)
     }
 
-    /// Whether the set holds exactly `pair`: compares the pointers of the shared pairs, not
-    /// their bytes, so a list or watch filtering on `key=value` reads no pair's memory.
-    pub fn holds(&self, pair: &InternedPair) -> bool {
-        self.pairs.iter().any(|p| Arc::ptr_eq(&p.0, &pair.0.0))
-    }
-
     /// Whether label `key` is set.
     pub fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()
@@ -154,26 +148,6 @@ impl Labels {
 impl fmt::Debug for Labels {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
-    }
-}
-
-/// One `key=value` as every [`Labels`] holding it holds it (see [`Labels::holds`]). While it
-/// lives the pair stays in the process's table, so a set made later with that label shares it
-/// too: a watch's selector keeps answering exactly.
-#[derive(Clone)]
-pub struct InternedPair(Pair);
-
-impl InternedPair {
-    /// The shared `key=value` (interned now if no set holds it yet).
-    pub fn new(key: &str, value: &str) -> InternedPair {
-        InternedPair(pair_table().lock().intern(key, value, &mut Vec::new()))
-    }
-}
-
-impl fmt::Debug for InternedPair {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (k, v) = self.0.split();
-        write!(f, "{k}={v}")
     }
 }
 
@@ -244,19 +218,6 @@ mod tests {
         assert!(Arc::ptr_eq(&a.pairs[2].0, &b.pairs[2].0), "tier= kept once");
         assert!(!Arc::ptr_eq(&a.pairs[1].0, &b.pairs[1].0));
         assert_ne!(a, b);
-    }
-
-    #[test]
-    fn a_set_holds_the_interned_pair_of_each_of_its_labels() {
-        // Interned before any set has it, and after.
-        let early = InternedPair::new("holds-test/name", "web");
-        let a = Labels::from_pairs([("holds-test/name", "web"), ("owner", "helm")]);
-        let late = InternedPair::new("owner", "helm");
-        assert!(a.holds(&early) && a.holds(&late));
-        assert!(!a.holds(&InternedPair::new("holds-test/name", "we")));
-        assert!(!a.holds(&InternedPair::new("owner", "helm2")));
-        assert!(!a.holds(&InternedPair::new("helm", "owner")));
-        assert!(!Labels::default().holds(&late));
     }
 
     #[test]

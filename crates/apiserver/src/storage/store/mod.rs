@@ -30,7 +30,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::oneshot;
 
-pub use labels::{InternedPair, Labels};
+pub use labels::Labels;
 pub use watch::Watch;
 
 /// A global revision. Revisions are strictly increasing across all keys and never reused.
