@@ -598,7 +598,7 @@ impl Context {
 
     /// How long a pass of `b` must wait because it could only change the Bundle's status: the
     /// last pass with the same inputs found every target promoted and written and no orphan
-    /// (see [`DesiredMemo::settled`]). Such passes are paced by [`paced_wait`]; None: run now.
+    /// (see [`DesiredMemo::settled`]). Such passes book their slots from [`Pacer`]; None: run now.
     pub(crate) fn settled_wait(&self, b: &Bundle, revision: u64) -> Option<std::time::Duration> {
         let inputs = DesiredMemo::inputs_of(b, revision);
         let mut m = self.desired.lock().ok()?;
@@ -654,7 +654,7 @@ const PACED_COST_FACTOR: u32 = 20;
 /// from its own last pass, and every pass also books `PACED_COST_FACTOR` times its last cost
 /// after the passes already booked: together, however many bundles and GitRepos there are,
 /// they take a twentieth of a core. Paced per object only, ten bundles of 10,000 targets each
-/// took half a core between them while their BDs reported in.
+/// could take half a core between them while their BDs reported in.
 #[derive(Default)]
 pub(crate) struct Pacer {
     /// Where the booked slots end.
