@@ -692,10 +692,7 @@ impl Pacer {
 
 /// How long a paced pass must still wait after one that started at `last.0` and took `last.1`
 /// (None: run now).
-pub(crate) fn paced_wait(
-    last: (Instant, std::time::Duration),
-    now: Instant,
-) -> Option<std::time::Duration> {
+fn paced_wait(last: (Instant, std::time::Duration), now: Instant) -> Option<std::time::Duration> {
     let (at, cost) = last;
     let spacing = PACED_SPACING.max(cost.saturating_mul(PACED_COST_FACTOR));
     spacing

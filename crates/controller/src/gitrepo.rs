@@ -48,7 +48,7 @@ pub struct PollState {
     helm_secrets: u64,
     built_helm_secrets: u64,
     /// When the status was last computed and how long that took: a pass that builds nothing
-    /// and whose poll (if any) changed nothing is paced by it ([`crate::context::paced_wait`]),
+    /// and whose poll (if any) changed nothing is paced by it ([`crate::context::Pacer`]),
     /// since the summary reads every BD of the GitRepo (a fifth of the manager at 100,000 BDs
     /// when it ran on every trigger; a seventh when it still ran after every 1 s poll).
     summarized: Option<(Instant, Duration)>,

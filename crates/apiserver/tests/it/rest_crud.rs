@@ -153,8 +153,8 @@ async fn configmap_crud_and_conflict() {
         .await
         .expect("list");
     assert!(l.items.is_empty());
-    // A value first asked for, then given to an object, is found (the selector's pair and the
-    // object's are the same shared one).
+    // A value asked for while no object had it is found once an object has it (label pairs are
+    // shared process-wide; a selector must not depend on which object made a pair first).
     api.patch(
         "applied",
         &PatchParams::default(),
