@@ -248,70 +248,21 @@ impl kube::Resource for Watched {
 
 impl<'de> serde::Deserialize<'de> for Watched {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Watched, D::Error> {
-        /// `metadata` without `managedFields`.
-        struct Meta(serde_json::Map<String, Value>);
-        impl<'de> serde::Deserialize<'de> for Meta {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Meta, D::Error> {
-                struct V;
-                impl<'de> serde::de::Visitor<'de> for V {
-                    type Value = Meta;
-                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                        f.write_str("object metadata")
-                    }
-                    fn visit_map<A: serde::de::MapAccess<'de>>(
-                        self,
-                        mut a: A,
-                    ) -> Result<Meta, A::Error> {
-                        let mut m = serde_json::Map::new();
-                        while let Some(k) = a.next_key::<String>()? {
-                            if k == "managedFields" {
-                                a.next_value::<serde::de::IgnoredAny>()?;
-                            } else {
-                                m.insert(k, a.next_value()?);
-                            }
-                        }
-                        Ok(Meta(m))
-                    }
-                }
-                d.deserialize_map(V)
-            }
-        }
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Watched;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a Kubernetes object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut a: A,
-            ) -> Result<Watched, A::Error> {
-                let mut object = serde_json::Map::new();
-                while let Some(k) = a.next_key::<String>()? {
-                    let v = if k == "metadata" {
-                        Value::Object(a.next_value::<Meta>()?.0)
-                    } else {
-                        a.next_value()?
-                    };
-                    object.insert(k, v);
-                }
-                let meta = object.get("metadata");
-                let field = |f: &str| {
-                    meta.and_then(|m| m.get(f))
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                };
-                let meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                    name: field("name"),
-                    namespace: field("namespace"),
-                    resource_version: field("resourceVersion"),
-                    uid: field("uid"),
-                    ..Default::default()
-                };
-                Ok(Watched { meta, object })
-            }
-        }
-        d.deserialize_map(V)
+        let object = <crate::objects::Live as serde::Deserialize>::deserialize(d)?.0;
+        let meta = object.get("metadata");
+        let field = |f: &str| {
+            meta.and_then(|m| m.get(f))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: field("name"),
+            namespace: field("namespace"),
+            resource_version: field("resourceVersion"),
+            uid: field("uid"),
+            ..Default::default()
+        };
+        Ok(Watched { meta, object })
     }
 }
 

@@ -65,6 +65,69 @@ impl std::fmt::Display for ObjRef {
     }
 }
 
+/// An object as the agent reads it from the downstream: JSON with `metadata.managedFields`
+/// skipped unread. No caller looks at managed fields, and they are often the largest part of
+/// an answer (decoding them was most of the cost of reading an apply's answer).
+#[derive(Debug, Clone, Default)]
+pub struct Live(pub serde_json::Map<String, Value>);
+
+impl<'de> serde::Deserialize<'de> for Live {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Live, D::Error> {
+        /// `metadata` without `managedFields`.
+        struct Meta;
+        impl<'de> serde::de::Visitor<'de> for Meta {
+            type Value = serde_json::Map<String, Value>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("object metadata")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut m = serde_json::Map::new();
+                while let Some(k) = a.next_key::<String>()? {
+                    if k == "managedFields" {
+                        a.next_value::<serde::de::IgnoredAny>()?;
+                    } else {
+                        m.insert(k, a.next_value()?);
+                    }
+                }
+                Ok(m)
+            }
+        }
+        struct MetaSeed;
+        impl<'de> serde::de::DeserializeSeed<'de> for MetaSeed {
+            type Value = serde_json::Map<String, Value>;
+            fn deserialize<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Self::Value, D::Error> {
+                d.deserialize_map(Meta)
+            }
+        }
+        struct Object;
+        impl<'de> serde::de::Visitor<'de> for Object {
+            type Value = Live;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a Kubernetes object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Live, A::Error> {
+                let mut object = serde_json::Map::new();
+                while let Some(k) = a.next_key::<String>()? {
+                    let v = if k == "metadata" {
+                        Value::Object(a.next_value_seed(MetaSeed)?)
+                    } else {
+                        a.next_value()?
+                    };
+                    object.insert(k, v);
+                }
+                Ok(Live(object))
+            }
+        }
+        d.deserialize_map(Object)
+    }
+}
+
 /// A resolved kind: its REST resource and whether it is namespaced.
 #[derive(Debug, Clone)]
 pub struct Kind {
@@ -154,7 +217,7 @@ impl Downstream {
         )))
     }
 
-    /// The live object, or None when it does not exist.
+    /// The live object (without managedFields), or None when it does not exist.
     pub async fn get(&self, r: &ObjRef) -> Result<Option<Value>, kube::Error> {
         let mut req = self
             .request(r)
@@ -162,14 +225,15 @@ impl Downstream {
             .get(&r.name, &GetParams::default())
             .map_err(kube::Error::BuildRequest)?;
         req.extensions_mut().insert("get");
-        match self.client.request::<Value>(req).await {
-            Ok(o) => Ok(Some(o)),
+        match self.client.request::<Live>(req).await {
+            Ok(o) => Ok(Some(Value::Object(o.0))),
             Err(kube::Error::Api(s)) if s.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    /// Server-side apply of `obj` under [`FIELD_MANAGER`] (force takes conflicting fields).
+    /// Server-side apply of `obj` under [`FIELD_MANAGER`] (force takes conflicting fields); the
+    /// answer without managedFields.
     pub async fn apply(&self, r: &ObjRef, obj: &Value, force: bool) -> Result<Value, kube::Error> {
         let mut pp = PatchParams::apply(FIELD_MANAGER);
         pp.force = force;
@@ -179,7 +243,7 @@ impl Downstream {
             .patch(&r.name, &pp, &Patch::Apply(obj))
             .map_err(kube::Error::BuildRequest)?;
         req.extensions_mut().insert("patch");
-        self.client.request::<Value>(req).await
+        Ok(Value::Object(self.client.request::<Live>(req).await?.0))
     }
 
     /// Deletes an object (already gone is fine), letting the cluster collect its dependents.
@@ -189,6 +253,30 @@ impl Downstream {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
             Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_object_is_decoded_whole_but_its_managed_fields() {
+        let text = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","managedFields":[{"manager":"m","operation":"Apply","fieldsV1":{"f:data":{}}}],"namespace":"n","annotations":{"a":"b"}},"data":{"k":"v"}}"#;
+        let live: Live = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            serde_json::to_string(&Value::Object(live.0)).unwrap(),
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n","annotations":{"a":"b"}},"data":{"k":"v"}}"#,
+            "the order of fields is kept"
+        );
+        for bad in [
+            r#"[1]"#,
+            r#""x""#,
+            r#"{"metadata":"x"}"#,
+            r#"{"metadata":{"name":"a""#,
+        ] {
+            assert!(serde_json::from_str::<Live>(bad).is_err(), "{bad}");
         }
     }
 }

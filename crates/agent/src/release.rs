@@ -406,19 +406,19 @@ pub async fn store(
         "version": version,
         "namespace": new.namespace,
     });
-    let created = api
-        .create(
-            &PostParams::default(),
-            &record_secret(new, version, "deployed", &release)?,
-        )
-        .await
-        .map_err(api_err)?;
+    let url = Secret::url_path(&(), Some(new.namespace));
+    let created = write(
+        client,
+        &url,
+        None,
+        &record_secret(new, version, "deployed", &release)?,
+    )
+    .await
+    .map_err(api_err)?;
     // What the records hold is known here: remembered as written, with their manifests'
     // objects (the applied objects themselves, which is what reading the manifest gives).
-    let remember = |s: &Secret, release: Value, objects: Objects| {
-        let (Some(rv), Some(secret_name)) =
-            (s.metadata.resource_version.clone(), s.metadata.name.clone())
-        else {
+    let remember = |s: Written, release: Value, objects: Objects| {
+        let (Some(rv), Some(secret_name)) = (s.metadata.resource_version, s.metadata.name) else {
             return;
         };
         let record = Record {
@@ -429,7 +429,7 @@ pub async fn store(
         };
         cache.remember(new.namespace, new.name, rv, record);
     };
-    remember(&created, release, applied.clone());
+    remember(created, release, applied.clone());
     // Earlier deployed records become superseded, as after a Helm upgrade.
     for r in previous.iter().filter(|r| r.status() == "deployed") {
         let mut rel = (*r.release).clone();
@@ -437,11 +437,10 @@ pub async fn store(
             info.insert("status".into(), json!("superseded"));
         }
         let s = record_secret(new, r.version, "superseded", &rel)?;
-        let replaced = api
-            .replace(&r.secret_name, &PostParams::default(), &s)
+        let replaced = write(client, &url, Some(&r.secret_name), &s)
             .await
             .map_err(api_err)?;
-        remember(&replaced, rel, r.objects.clone());
+        remember(replaced, rel, r.objects.clone());
     }
     // Keep at most maxHistory records (Helm's default for Fleet is 2).
     let max = if new.max_history > 0 {
@@ -455,6 +454,38 @@ pub async fn store(
         cache.drop_record(new.namespace, new.name, &r.secret_name);
     }
     Ok(version)
+}
+
+/// A written record's answer as [`store`] reads it: the name and resourceVersion (the record's
+/// data and managedFields, most of the answer, are skipped unread).
+#[derive(serde::Deserialize)]
+struct Written {
+    #[serde(default)]
+    metadata: RecordMeta,
+}
+
+/// Creates the record Secret `s` in the collection at `url`, or replaces the one named
+/// `replace`.
+async fn write(
+    client: &kube::Client,
+    url: &str,
+    replace: Option<&str>,
+    s: &Secret,
+) -> Result<Written, kube::Error> {
+    let body = serde_json::to_vec(s).map_err(kube::Error::SerdeError)?;
+    let pp = PostParams::default();
+    let req = kube::core::Request::new(url);
+    let mut req = match replace {
+        None => req.create(&pp, body),
+        Some(name) => req.replace(name, &pp, body),
+    }
+    .map_err(kube::Error::BuildRequest)?;
+    req.extensions_mut().insert(if replace.is_some() {
+        "replace"
+    } else {
+        "create"
+    });
+    client.request(req).await
 }
 
 fn record_secret(
