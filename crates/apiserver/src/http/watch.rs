@@ -45,10 +45,7 @@ fn bookmark(info: &ResourceInfo, rv: Rev, initial_end: bool) -> Bytes {
 }
 
 fn error_frame(e: &ApiError) -> Bytes {
-    frame(
-        "ERROR",
-        &serde_json::to_vec(&e.to_status()).unwrap_or_default(),
-    )
+    frame("ERROR", &e.status_json())
 }
 
 fn stream_response(body: Body) -> Response {

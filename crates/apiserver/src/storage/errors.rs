@@ -249,9 +249,85 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+/// [`ApiError::to_status`] as a serializer writes it, without building the JSON tree first
+/// (every 404 a client's existence check gets is one of these).
+#[derive(serde::Serialize)]
+struct StatusBody<'a> {
+    kind: &'static str,
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    metadata: Empty,
+    status: &'static str,
+    message: &'a str,
+    reason: &'static str,
+    code: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<DetailsBody<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct Empty {}
+
+#[derive(serde::Serialize)]
+struct DetailsBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    causes: Vec<CauseBody<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct CauseBody<'a> {
+    reason: &'static str,
+    message: &'a str,
+    field: &'a str,
+}
+
+impl ApiError {
+    /// The bytes of [`ApiError::to_status`] as compact JSON.
+    pub fn status_json(&self) -> Vec<u8> {
+        let details = self.details.as_deref().and_then(|d| {
+            let body = DetailsBody {
+                name: d.name.as_deref(),
+                group: d.group.as_deref(),
+                kind: d.kind.as_deref(),
+                causes: d
+                    .causes
+                    .iter()
+                    .map(|c| CauseBody {
+                        reason: c.reason,
+                        message: &c.message,
+                        field: &c.field,
+                    })
+                    .collect(),
+            };
+            let empty = body.name.is_none()
+                && body.group.is_none()
+                && body.kind.is_none()
+                && body.causes.is_empty();
+            (!empty).then_some(body)
+        });
+        serde_json::to_vec(&StatusBody {
+            kind: "Status",
+            api_version: "v1",
+            metadata: Empty {},
+            status: "Failure",
+            message: &self.message,
+            reason: self.reason,
+            code: self.code,
+            details,
+        })
+        .unwrap_or_default()
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
+        let body = self.status_json();
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut resp = (code, body).into_response();
         resp.headers_mut().insert(
@@ -281,6 +357,32 @@ mod tests {
         assert_eq!(s["reason"], "NotFound");
         assert_eq!(s["message"], "deployments.apps \"web\" not found");
         assert_eq!(s["details"]["kind"], "deployments");
+    }
+
+    #[test]
+    fn the_status_written_is_the_status_built() {
+        let mut bare_details = ApiError::new(409, "Conflict", "x");
+        bare_details.details = Some(Box::default());
+        for e in [
+            ApiError::not_found("apps", "deployments", "web"),
+            ApiError::not_found("", "configmaps", "a \"quoted\" name"),
+            ApiError::new(500, "InternalError", "no details"),
+            bare_details,
+            ApiError::invalid(
+                "",
+                "ConfigMap",
+                "x",
+                vec![
+                    Cause::invalid("metadata.name", "bad"),
+                    Cause::required("data"),
+                ],
+            ),
+        ] {
+            assert_eq!(
+                String::from_utf8(e.status_json()).unwrap(),
+                serde_json::to_string(&e.to_status()).unwrap()
+            );
+        }
     }
 
     #[test]
