@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use fleet_api::state::BundleState;
 use fleet_api::{BundleDeployment, BundleDeploymentStatus};
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
@@ -24,6 +24,7 @@ use crate::drift::DriftWatches;
 use crate::monitor;
 use crate::objects::{Downstream, ObjRef};
 use crate::release;
+use crate::watched_bd::WatchedBd;
 
 /// How long a BundleDeployment waits before its dependencies are checked again (they are also
 /// re-checked whenever any BundleDeployment changes).
@@ -87,7 +88,7 @@ impl Agent {
         send_after(&self.tx, name, d);
     }
 
-    fn bd_api(&self) -> Api<BundleDeployment> {
+    fn bd_api(&self) -> Api<WatchedBd> {
         Api::namespaced(self.up.client.clone(), &self.up.deployment_namespace)
     }
 
@@ -764,13 +765,19 @@ pub async fn run(
         tx,
         settled,
     };
+    // managedFields is never read here: not decoded, nor kept for every BundleDeployment.
     let api = agent.bd_api();
     // Backoff is ours, not the watcher's: a connection error waits (800 ms doubling to 30 s, as
     // client-go's reflector), but an answer from the manager (a relist after "too old resource
     // version", which a restarted manager gives) resumes at once: the manager is back.
-    // managedFields is never read here: not kept in memory for every BundleDeployment.
     let mut bd_events = watcher(api, watcher::Config::default().timeout(watch_timeout()))
-        .modify(|bd| bd.metadata.managed_fields = None)
+        .map_ok(|ev| match ev {
+            watcher::Event::Apply(w) => watcher::Event::Apply(w.0),
+            watcher::Event::InitApply(w) => watcher::Event::InitApply(w.0),
+            watcher::Event::Delete(w) => watcher::Event::Delete(w.0),
+            watcher::Event::Init => watcher::Event::Init,
+            watcher::Event::InitDone => watcher::Event::InitDone,
+        })
         .boxed();
     let mut watch_backoff =
         crate::backoff::Backoff::new(Duration::from_millis(800), Duration::from_secs(30));

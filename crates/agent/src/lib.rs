@@ -24,6 +24,7 @@ pub mod readiness;
 pub mod register;
 pub mod release;
 pub mod values_from;
+pub mod watched_bd;
 
 use std::time::Duration;
 
