@@ -130,4 +130,101 @@ mod tests {
             );
         }
     }
+
+    /// A field's value: mostly the first of `choices` (a valid one), else one of the others or
+    /// the field left out (None), so that most objects have one or two odd fields.
+    fn field(
+        choices: Vec<serde_json::Value>,
+    ) -> impl proptest::strategy::Strategy<Value = Option<serde_json::Value>> {
+        use proptest::prelude::*;
+        let n = choices.len();
+        let first = choices.first().cloned();
+        prop_oneof![
+            7 => Just(first),
+            3 => (1..=n).prop_map(move |i| choices.get(i).cloned()),
+        ]
+    }
+
+    /// Managed fields the typed decode refuses (this one does not read them).
+    fn bad_managed(m: &Option<serde_json::Value>) -> bool {
+        match m {
+            None | Some(serde_json::Value::Null) => false,
+            Some(serde_json::Value::Array(a)) => a
+                .iter()
+                .any(|e| e.get("fieldsV1").is_some_and(|f| !f.is_object())),
+            Some(_) => true,
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        /// A watch drops an event it cannot decode, so an event the typed decode reads must
+        /// decode here too, to the same object (and a bad one fail as well, unless only its
+        /// managed fields are bad: those are not read).
+        #[test]
+        fn decodes_whatever_the_typed_object_decodes(
+            name in field(vec![json!("b"), json!(null), json!(3), json!({})]),
+            namespace in field(vec![json!("n"), json!(null), json!([])]),
+            uid in field(vec![json!("u"), json!(null), json!(false)]),
+            rv in field(vec![json!("12"), json!(null), json!(12)]),
+            generation in field(vec![json!(2), json!(null), json!("2"), json!(-1), json!(1.5)]),
+            labels in field(vec![json!({"a": "b"}), json!(null), json!({"a": 1}), json!("x"), json!({})]),
+            annotations in field(vec![json!({"c": "d"}), json!(null), json!([1])]),
+            finalizers in field(vec![json!(["f"]), json!(null), json!("f"), json!([1])]),
+            created in field(vec![json!("2026-11-29T05:00:00Z"), json!(null), json!("not a time"), json!(3)]),
+            deleted in field(vec![json!("2026-11-29T05:00:01Z"), json!(null), json!("x")]),
+            owners in field(vec![
+                json!([{"apiVersion": "v1", "kind": "K", "name": "o", "uid": "x"}]),
+                json!(null), json!([{}]), json!("x"),
+            ]),
+            managed in field(vec![
+                json!([{"manager": "m", "operation": "Apply", "fieldsV1": {"f:spec": {}}}]),
+                json!(null), json!("garbage"), json!([{"fieldsV1": 3}]),
+            ]),
+            meta_null in proptest::bool::weighted(0.05),
+            spec in field(vec![
+                json!({"deploymentID": "s-1:2"}), json!(null), json!({"deploymentID": 3}), json!("x"),
+                json!({"options": {"helm": {"values": {"a": [1, {"b": null}]}}}}),
+            ]),
+            status in field(vec![json!({"ready": true}), json!(null), json!({"ready": "yes"}), json!(3)]),
+        ) {
+            let mut meta = serde_json::Map::new();
+            for (k, v) in [
+                ("name", name), ("namespace", namespace), ("uid", uid), ("resourceVersion", rv),
+                ("generation", generation), ("labels", labels), ("annotations", annotations),
+                ("finalizers", finalizers), ("creationTimestamp", created),
+                ("deletionTimestamp", deleted), ("ownerReferences", owners),
+                ("managedFields", managed.clone()),
+            ] {
+                if let Some(v) = v {
+                    meta.insert(k.into(), v);
+                }
+            }
+            let mut o = serde_json::Map::new();
+            o.insert("apiVersion".into(), json!("fleet.cattle.io/v1alpha1"));
+            o.insert("kind".into(), json!("BundleDeployment"));
+            let meta = if meta_null { json!(null) } else { serde_json::Value::Object(meta) };
+            o.insert("metadata".into(), meta);
+            if let Some(v) = spec {
+                o.insert("spec".into(), v);
+            }
+            if let Some(v) = status {
+                o.insert("status".into(), v);
+            }
+            let text = serde_json::Value::Object(o).to_string();
+            let typed = serde_json::from_str::<BundleDeployment>(&text);
+            let slim = serde_json::from_str::<WatchedBd>(&text);
+            match typed {
+                Ok(mut t) => {
+                    t.metadata.managed_fields = None;
+                    let s = slim.map_err(|e| {
+                        proptest::test_runner::TestCaseError::fail(format!("{e}: {text}"))
+                    })?;
+                    proptest::prop_assert_eq!(s.0, t, "{}", text);
+                }
+                Err(_) if bad_managed(&managed) => {}
+                Err(_) => proptest::prop_assert!(slim.is_err(), "decoded a refused object: {}", text),
+            }
+        }
+    }
 }
