@@ -359,6 +359,19 @@ mod tests {
         assert_eq!(s["details"]["kind"], "deployments");
     }
 
+    /// A 422 with two causes.
+    fn invalid_config_map() -> ApiError {
+        ApiError::invalid(
+            "",
+            "ConfigMap",
+            "x",
+            vec![
+                Cause::invalid("metadata.name", "bad"),
+                Cause::required("data"),
+            ],
+        )
+    }
+
     #[test]
     fn the_status_written_is_the_status_built() {
         let mut bare_details = ApiError::new(409, "Conflict", "x");
@@ -368,15 +381,7 @@ mod tests {
             ApiError::not_found("", "configmaps", "a \"quoted\" name"),
             ApiError::new(500, "InternalError", "no details"),
             bare_details,
-            ApiError::invalid(
-                "",
-                "ConfigMap",
-                "x",
-                vec![
-                    Cause::invalid("metadata.name", "bad"),
-                    Cause::required("data"),
-                ],
-            ),
+            invalid_config_map(),
         ] {
             assert_eq!(
                 String::from_utf8(e.status_json()).unwrap(),
@@ -387,16 +392,7 @@ mod tests {
 
     #[test]
     fn invalid_lists_causes() {
-        let s = ApiError::invalid(
-            "",
-            "ConfigMap",
-            "x",
-            vec![
-                Cause::invalid("metadata.name", "bad"),
-                Cause::required("data"),
-            ],
-        )
-        .to_status();
+        let s = invalid_config_map().to_status();
         assert_eq!(s["code"], 422);
         assert_eq!(s["details"]["causes"].as_array().map(|a| a.len()), Some(2));
         assert!(
