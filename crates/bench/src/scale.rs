@@ -827,9 +827,7 @@ impl RequestCounter {
     }
 }
 
-/// `VERB resource[/subresource]` of a request (`list`/`watch` for collections, `get` ... for
-/// one object; names and namespaces left out); `METHOD path` for what is not a resource
-/// (discovery).
+/// [`request_kind_into`] as a new String.
 #[cfg(test)]
 fn request_kind(method: &http::Method, uri: &http::Uri) -> String {
     let mut key = String::new();
@@ -837,7 +835,9 @@ fn request_kind(method: &http::Method, uri: &http::Uri) -> String {
     key
 }
 
-/// [`request_kind`], written into `key`. The path is split by hand, without allocating:
+/// Writes into `key` the `VERB resource[/subresource]` of a request (`list`/`watch` for
+/// collections, `get` ... for one object; names and namespaces left out), or `METHOD path`
+/// for what is not a resource (discovery). The path is split by hand, without allocating:
 /// `/api/v1` or `/apis/GROUP/VERSION`, then `[namespaces/NS/]PLURAL[/NAME[/SUB]]`, a
 /// Namespace's own path being `namespaces/NAME[/SUB]`.
 fn request_kind_into(key: &mut String, method: &http::Method, uri: &http::Uri) {
