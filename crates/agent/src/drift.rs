@@ -96,17 +96,15 @@ impl LiveCache {
         }
     }
 
-    /// A snapshot holding just `objects` (the answers to a deploy's applies): their kinds count
-    /// as listed, so an object of those kinds that is not among them reads as absent.
+    /// A snapshot holding just `objects` (the answers to a deploy's applies, read without
+    /// managedFields): their kinds count as listed, so an object of those kinds that is not
+    /// among them reads as absent.
     pub fn of_objects(objects: Vec<Value>) -> LiveCache {
         let mut kinds: Kinds = HashMap::new();
-        for mut o in objects {
+        for o in objects {
             let Some(r) = ObjRef::of(&o) else {
                 continue;
             };
-            if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-                m.remove("managedFields");
-            }
             let o = Arc::new(o);
             let kc = kinds
                 .entry((r.api_version.clone(), r.kind.clone()))
