@@ -11,7 +11,7 @@ use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, 
 
 thread_local! {
     static DEFLATE: RefCell<Compress> = RefCell::new(Compress::new(Compression::fast(), false));
-    static INFLATE: RefCell<Decompress> = RefCell::new(Decompress::new_gzip(15));
+    static INFLATE: RefCell<Decompress> = RefCell::new(Decompress::new(false));
 }
 
 /// Why gzip data could not be read.
@@ -56,19 +56,23 @@ pub fn gzip_fast(data: &[u8]) -> std::io::Result<Vec<u8>> {
 }
 
 /// The bytes of the first gzip member of `data` (what `flate2::read::GzDecoder` reads), its
-/// CRC and length checked.
+/// CRC and length checked. The gzip framing (RFC 1952) is read here around a raw deflate
+/// state: a gzip-mode state of this flate2 backend is allocated anew on every reset.
 pub fn gunzip(data: &[u8]) -> Result<Vec<u8>, GunzipError> {
+    let body = data.get(header_len(data)?..).unwrap_or_default();
     INFLATE.with_borrow_mut(|d| {
-        d.reset(true);
-        let mut out = Vec::with_capacity(data.len().saturating_mul(4).clamp(64, 1 << 20));
+        d.reset(false);
+        let mut out = Vec::with_capacity(body.len().saturating_mul(4).clamp(64, 1 << 20));
         loop {
-            let done = usize::try_from(d.total_in()).unwrap_or(data.len());
-            let input = data.get(done..).unwrap_or_default();
+            let done = usize::try_from(d.total_in()).unwrap_or(body.len());
+            let input = body.get(done..).unwrap_or_default();
             let before = (d.total_in(), d.total_out());
             let status = d
                 .decompress_vec(input, &mut out, FlushDecompress::Finish)
                 .map_err(|e| GunzipError::Corrupt(e.message().unwrap_or("invalid data").into()))?;
             if status == Status::StreamEnd {
+                let end = usize::try_from(d.total_in()).unwrap_or(body.len());
+                check_trailer(body.get(end..).unwrap_or_default(), &out)?;
                 return Ok(out);
             }
             if out.len() == out.capacity() {
@@ -79,6 +83,74 @@ pub fn gunzip(data: &[u8]) -> Result<Vec<u8>, GunzipError> {
             }
         }
     })
+}
+
+/// Header flags (RFC 1952, 2.3.1).
+const FHCRC: u8 = 1 << 1;
+const FEXTRA: u8 = 1 << 2;
+const FNAME: u8 = 1 << 3;
+const FCOMMENT: u8 = 1 << 4;
+const FRESERVED: u8 = 0xe0;
+
+/// The length of the gzip header at the start of `data`: the fixed ten bytes, then the optional
+/// extra field, name, comment and header CRC its flags announce.
+fn header_len(data: &[u8]) -> Result<usize, GunzipError> {
+    let bad = |what: &str| GunzipError::Corrupt(format!("invalid gzip header: {what}"));
+    let fixed = data.get(..10).ok_or(GunzipError::Truncated)?;
+    let [id1, id2, method, flags, ..] = *fixed else {
+        return Err(GunzipError::Truncated);
+    };
+    if (id1, id2) != (0x1f, 0x8b) {
+        return Err(bad("not gzip"));
+    }
+    if method != 8 {
+        return Err(bad("not deflate"));
+    }
+    if flags & FRESERVED != 0 {
+        return Err(bad("reserved flags set"));
+    }
+    let mut pos = 10;
+    if flags & FEXTRA != 0 {
+        let xlen = data.get(pos..pos + 2).ok_or(GunzipError::Truncated)?;
+        pos += 2 + usize::from(u16::from_le_bytes([xlen[0], xlen[1]]));
+    }
+    for flag in [FNAME, FCOMMENT] {
+        if flags & flag != 0 {
+            let rest = data.get(pos..).ok_or(GunzipError::Truncated)?;
+            let nul = rest
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or(GunzipError::Truncated)?;
+            pos += nul + 1;
+        }
+    }
+    if flags & FHCRC != 0 {
+        let header = data.get(..pos).ok_or(GunzipError::Truncated)?;
+        let stored = data.get(pos..pos + 2).ok_or(GunzipError::Truncated)?;
+        let mut crc = flate2::Crc::new();
+        crc.update(header);
+        if u16::from_le_bytes([stored[0], stored[1]]) != crc.sum() as u16 {
+            return Err(bad("header CRC mismatch"));
+        }
+        pos += 2;
+    }
+    if pos > data.len() {
+        return Err(GunzipError::Truncated);
+    }
+    Ok(pos)
+}
+
+/// Checks the CRC-32 and length (modulo 2^32) that follow the deflate data.
+fn check_trailer(trailer: &[u8], out: &[u8]) -> Result<(), GunzipError> {
+    let t = trailer.get(..8).ok_or(GunzipError::Truncated)?;
+    let mut crc = flate2::Crc::new();
+    crc.update(out);
+    let stored_crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
+    let stored_len = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
+    if stored_crc != crc.sum() || stored_len != crc.amount() {
+        return Err(GunzipError::Corrupt("CRC or length mismatch".into()));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -129,6 +201,31 @@ mod tests {
         assert_eq!(gunzip(&gz).unwrap(), data);
         // And again on the same thread's reused state.
         assert_eq!(gunzip(&gzip_fast(b"again").unwrap()).unwrap(), b"again");
+    }
+
+    #[test]
+    fn checks_a_header_crc_and_refuses_reserved_flags() {
+        let gz = gzip_fast(b"with a header crc").unwrap();
+        let mut header = gz[..10].to_vec();
+        header[3] |= FHCRC;
+        let mut crc = flate2::Crc::new();
+        crc.update(&header);
+        let mut with_crc = header.clone();
+        with_crc.extend_from_slice(&(crc.sum() as u16).to_le_bytes());
+        with_crc.extend_from_slice(&gz[10..]);
+        assert_eq!(
+            reference_gunzip(&with_crc).as_deref(),
+            Some(&b"with a header crc"[..])
+        );
+        assert_eq!(gunzip(&with_crc).unwrap(), b"with a header crc");
+        let mut bad = with_crc.clone();
+        bad[10] ^= 1;
+        assert!(matches!(gunzip(&bad), Err(GunzipError::Corrupt(_))));
+        assert_eq!(gunzip(&with_crc[..11]), Err(GunzipError::Truncated));
+        let mut reserved = gz.clone();
+        reserved[3] |= 0x20;
+        assert!(matches!(gunzip(&reserved), Err(GunzipError::Corrupt(_))));
+        assert_eq!(reference_gunzip(&reserved), None);
     }
 
     #[test]
