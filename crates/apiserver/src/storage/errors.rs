@@ -218,7 +218,8 @@ impl std::fmt::Display for ApiError {
 impl std::error::Error for ApiError {}
 
 /// The `Status` a client gets for an error (the one definition of its fields and their
-/// order), serialized straight from borrowed fields (every 404 a client's existence check gets is one of these).
+/// order), serialized straight from borrowed fields (every 404 a client's existence check
+/// gets is one of these).
 #[derive(serde::Serialize)]
 struct StatusBody<'a> {
     kind: &'static str,
