@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -34,8 +35,16 @@ fn token_key(token: &str) -> TokenKey {
     sha2::Sha256::digest(token.as_bytes()).into()
 }
 
-/// The store keys a liveness check read, with the revisions it read them at.
-type Seen = Arc<[(String, Rev)]>;
+/// What a liveness check read: the store keys with the revisions it read them at, their
+/// resources, and a store revision no later than those reads.
+struct SeenObjects {
+    objects: Box<[(String, Rev)]>,
+    resources: Box<[Box<str>]>,
+    /// While none of `resources` is written after this revision, none of `objects` changed.
+    checked_at: AtomicI64,
+}
+
+type Seen = Arc<SeenObjects>;
 
 /// Entries by token, each forgotten `CACHE_TTL` after it was stored.
 ///
@@ -142,18 +151,39 @@ impl ServiceAccountAuthenticator {
     /// The live-object checks kube-apiserver's service-account validators make.
     /// [`Self::check_live`], skipped when the objects it last read for this token are at the
     /// revisions it read them at.
+    /// First, whether the objects' resources were written at all since it last held (a hash
+    /// lookup each), then whether the objects themselves changed.
     fn check_live_cached(&self, v: &Verified, token: &str, key: &TokenKey) -> Result<(), String> {
         let store = self.srv.store();
-        let seen = self.live.lock().get(key);
-        if seen.is_some_and(|seen| {
-            seen.iter()
+        // Read before the objects: a write after it is seen by the next check.
+        let now = store.current_rev();
+        if let Some(seen) = self.live.lock().get(key) {
+            if store.unwritten_since(&seen.resources, seen.checked_at.load(Ordering::Relaxed)) {
+                return Ok(());
+            }
+            if seen
+                .objects
+                .iter()
                 .all(|(key, rev)| store.get(key).is_some_and(|o| o.rev == *rev))
-        }) {
-            return Ok(());
+            {
+                seen.checked_at.store(now, Ordering::Relaxed);
+                return Ok(());
+            }
         }
-        let mut seen = Vec::new();
-        self.check_live(v, token, &mut seen)?;
-        self.live.lock().insert(*key, seen.into());
+        let mut objects = Vec::new();
+        self.check_live(v, token, &mut objects)?;
+        let mut resources: Vec<Box<str>> = objects
+            .iter()
+            .map(|(k, _)| crate::storage::store::resource_of(k).into())
+            .collect();
+        resources.sort();
+        resources.dedup();
+        let seen = SeenObjects {
+            objects: objects.into(),
+            resources: resources.into(),
+            checked_at: AtomicI64::new(now),
+        };
+        self.live.lock().insert(*key, Arc::new(seen));
         Ok(())
     }
 

@@ -320,6 +320,10 @@ async fn deleting_or_recreating_the_service_account_revokes() {
     create_sa(&e.app, "kube-system", "agent").await;
     let token = issue(&e.app, "kube-system", "agent").await;
     assert_eq!(whoami(&e.app, &token).await.0, 201);
+    // Writes to other objects, of its kind or another, leave it valid (and its cached check).
+    create_sa(&e.app, "kube-system", "other").await;
+    assert_eq!(whoami(&e.app, &token).await.0, 201);
+    assert_eq!(whoami(&e.app, &token).await.0, 201);
 
     delete(
         &e.app,

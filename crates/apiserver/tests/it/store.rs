@@ -104,6 +104,33 @@ async fn create_get_update_delete_sets_resource_version() {
 }
 
 #[tokio::test]
+async fn unwritten_since_tells_which_resources_were_written_after_a_revision() {
+    let s = mem();
+    let cms = ["/core/configmaps/"];
+    let secrets = ["/core/secrets/"];
+    assert!(s.unwritten_since(&cms, 0), "nothing written yet");
+    s.create(&key(1), obj("cm-1", "x")).await.unwrap();
+    assert!(!s.unwritten_since(&cms, 0));
+    assert!(s.unwritten_since(&cms, 1));
+    assert!(s.unwritten_since(&secrets, 0), "another resource");
+    s.update(&key(1), None, obj("cm-1", "y")).await.unwrap();
+    assert!(!s.unwritten_since(&cms, 1), "an update counts");
+    assert!(!s.unwritten_since(&["/core/secrets/", "/core/configmaps/"], 1));
+    s.delete(&key(1), None).await.unwrap();
+    assert!(!s.unwritten_since(&cms, 2), "a deletion counts");
+    assert!(s.unwritten_since(&cms, 3));
+    // A cluster-scoped key: its resource is the prefix before the name.
+    s.create(
+        "/core/namespaces/ns",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}),
+    )
+    .await
+    .unwrap();
+    assert!(!s.unwritten_since(&["/core/namespaces/"], 3));
+    assert!(s.unwritten_since(&cms, 3));
+}
+
+#[tokio::test]
 async fn already_exists_not_found_and_conflict() {
     let s = mem();
     s.create(&key(1), obj("cm-1", "x")).await.unwrap();

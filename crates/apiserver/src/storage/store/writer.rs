@@ -319,6 +319,13 @@ impl Writer {
                 {
                     let mut st = self.shared.state.write();
                     for ev in &events {
+                        let resource = super::resource_of(&ev.key);
+                        match st.resource_revs.get_mut(resource) {
+                            Some(r) => *r = ev.obj.rev,
+                            None => {
+                                st.resource_revs.insert(resource.into(), ev.obj.rev);
+                            }
+                        }
                         match ev.kind {
                             EventKind::Deleted => {
                                 st.map.remove(&*ev.key);
