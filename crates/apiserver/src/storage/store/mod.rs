@@ -378,7 +378,7 @@ impl Drop for Inner {
 type InlineWriters = Mutex<Vec<std::sync::Weak<Mutex<Option<writer::Writer>>>>>;
 
 /// Registers an in-memory store's writer with the process's housekeeping thread (started on
-/// first use), which does every [`writer::INLINE_TICK`] what a writer thread does between batches.
+/// first use), which does every [`writer::TICK`] what a writer thread does between batches.
 fn housekeeper(w: &Arc<Mutex<Option<writer::Writer>>>) -> Result<(), StoreError> {
     static WRITERS: OnceLock<Arc<InlineWriters>> = OnceLock::new();
     let mut spawn_error = None;
@@ -389,7 +389,7 @@ fn housekeeper(w: &Arc<Mutex<Option<writer::Writer>>>) -> Result<(), StoreError>
             .name("store-housekeeping".into())
             .spawn(move || {
                 loop {
-                    std::thread::sleep(writer::INLINE_TICK);
+                    std::thread::sleep(writer::TICK);
                     // Upgraded outside the list's lock, so a store opening meanwhile waits
                     // for a copy of the list only.
                     let live: Vec<_> = {

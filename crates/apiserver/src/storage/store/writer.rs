@@ -29,13 +29,8 @@ pub(crate) const MAX_BATCH: usize = 4_096;
 pub(crate) const COMMIT_DELAY: Duration = Duration::from_millis(1);
 /// How often the writer samples revisions and does housekeeping.
 pub(crate) const TICK: Duration = Duration::from_secs(1);
-/// The same for an in-memory store (no log to checkpoint or compact; its upkeep only frees
-/// memory: expired list snapshots, unwatched hubs, history past the retention). Why not
-/// [`TICK`]: the scale bench's process holds 10,000 of them, whose upkeep once a second during a
-/// rollout took 2% of that process's CPU, mostly in cache misses.
-pub(crate) const INLINE_TICK: Duration = Duration::from_secs(5);
 /// Ticks a store without writes skips before its next housekeeping: an idle store's expired
-/// list snapshots, unwatched hubs and aged revisions wait up to this many ticks more. Why: a
+/// list snapshots, unwatched hubs and aged revisions wait up to this many seconds more. Why: a
 /// process of 10,000 in-memory stores (the scale bench's downstreams) spent 2.6% of its CPU
 /// housekeeping stores that had not changed, mostly in cache misses.
 const IDLE_TICKS: u32 = 10;
@@ -87,8 +82,6 @@ pub(crate) struct Writer {
     /// How far the SQLite log is actually compacted.
     db_compact: Rev,
     last_tick: Instant,
-    /// [`TICK`], or [`INLINE_TICK`] for an in-memory store.
-    tick: Duration,
     /// The revision at the last housekeeping, and the ticks skipped since (see [`IDLE_TICKS`]).
     housekept: (Rev, u32),
     retention: Duration,
@@ -117,7 +110,6 @@ impl Writer {
         retention: Duration,
     ) -> Writer {
         let db_compact = shared.state.read().compact_rev;
-        let tick = if conn.is_some() { TICK } else { INLINE_TICK };
         Writer {
             db_compact,
             conn,
@@ -126,7 +118,6 @@ impl Writer {
             samples: VecDeque::new(),
             compact_goal: 0,
             last_tick: Instant::now(),
-            tick,
             housekept: (rev, 0),
             retention,
             checkpointer,
@@ -207,7 +198,7 @@ impl Writer {
     pub(crate) fn housekeeping(&mut self) {
         self.checkpoint();
         let now = Instant::now();
-        if now.duration_since(self.last_tick) >= self.tick {
+        if now.duration_since(self.last_tick) >= TICK {
             self.last_tick = now;
             if tick_due(&mut self.housekept, self.rev) {
                 self.tick(now);
