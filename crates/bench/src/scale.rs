@@ -1087,7 +1087,7 @@ impl Tracker {
 /// not, so it costs what changed since the last poll. Only once none is left does a pass over
 /// all of them decide (all done at one instant, as a single pass decides). Why: a whole pass
 /// every 50 ms (100,000 entries, as many lookups in `before`), and then a pass over every BD
-/// still pending, ran in the process whose CPU the bench reports (a tenth of it at 10,000 × 10).
+/// still pending, ran in the process whose CPU the bench reports (7% of it at 10,000 × 10).
 fn all_done(
     state: &HashMap<String, (String, bool)>,
     expected: usize,

@@ -150,9 +150,8 @@ impl ServiceAccountAuthenticator {
 
     /// The live-object checks kube-apiserver's service-account validators make.
     /// [`Self::check_live`], skipped when the objects it last read for this token are at the
-    /// revisions it read them at.
-    /// First, whether the objects' resources were written at all since it last held (a hash
-    /// lookup each), then whether the objects themselves changed.
+    /// revisions it read them at: known at once when their resources were not written since
+    /// (a hash lookup each), else by reading the objects again.
     fn check_live_cached(&self, v: &Verified, token: &str, key: &TokenKey) -> Result<(), String> {
         let store = self.srv.store();
         // Read before the objects: a write after it is seen by the next check.
