@@ -39,7 +39,9 @@ fn token_key(token: &str) -> TokenKey {
 /// resources, and a store revision no later than those reads.
 struct SeenObjects {
     objects: Box<[(String, Rev)]>,
-    resources: Box<[Box<str>]>,
+    /// None when a key names no resource (never for the keys the check reads): then only the
+    /// objects themselves tell.
+    resources: Option<Box<[Box<str>]>>,
     /// While none of `resources` is written after this revision, none of `objects` changed.
     checked_at: AtomicI64,
 }
@@ -154,12 +156,17 @@ impl ServiceAccountAuthenticator {
     /// (a hash lookup each), else by reading the objects again.
     fn check_live_cached(&self, v: &Verified, token: &str, key: &TokenKey) -> Result<(), String> {
         let store = self.srv.store();
-        // Read before the objects: a write after it is seen by the next check.
-        let now = store.current_rev();
         if let Some(seen) = self.live.lock().get(key) {
-            if store.unwritten_since(&seen.resources, seen.checked_at.load(Ordering::Relaxed)) {
+            let mark = seen.checked_at.load(Ordering::Relaxed);
+            if seen
+                .resources
+                .as_ref()
+                .is_some_and(|r| store.unwritten_since(r, mark))
+            {
                 return Ok(());
             }
+            // Read before the objects (here and below): a write after it is seen next time.
+            let now = store.current_rev();
             if seen
                 .objects
                 .iter()
@@ -169,17 +176,21 @@ impl ServiceAccountAuthenticator {
                 return Ok(());
             }
         }
+        let now = store.current_rev();
         let mut objects = Vec::new();
         self.check_live(v, token, &mut objects)?;
-        let mut resources: Vec<Box<str>> = objects
+        let resources: Option<Vec<Box<str>>> = objects
             .iter()
-            .map(|(k, _)| crate::storage::store::resource_of(k).into())
+            .map(|(k, _)| crate::storage::store::resource_of(k).map(Box::from))
             .collect();
-        resources.sort();
-        resources.dedup();
+        let resources = resources.map(|mut r| {
+            r.sort();
+            r.dedup();
+            r.into_boxed_slice()
+        });
         let seen = SeenObjects {
             objects: objects.into(),
-            resources: resources.into(),
+            resources,
             checked_at: AtomicI64::new(now),
         };
         self.live.lock().insert(*key, Arc::new(seen));

@@ -32,6 +32,7 @@ use tokio::sync::oneshot;
 
 pub use labels::Labels;
 pub use watch::Watch;
+pub(crate) use watch::resource_of;
 
 /// A global revision. Revisions are strictly increasing across all keys and never reused.
 pub type Rev = i64;
@@ -281,14 +282,6 @@ pub(crate) struct State {
     /// Per resource (`/group/resource/`), the revision of its last write since this store
     /// opened ([`Store::unwritten_since`]).
     pub(crate) resource_revs: HashMap<Box<str>, Rev>,
-}
-
-/// The `/group/resource/` prefix of a store key (`/group/resource/[namespace/]name`).
-pub(crate) fn resource_of(key: &str) -> &str {
-    match key.match_indices('/').nth(2) {
-        Some((i, _)) => &key[..=i],
-        None => key,
-    }
 }
 
 impl State {

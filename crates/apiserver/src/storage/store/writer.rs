@@ -310,11 +310,12 @@ impl Writer {
                 {
                     let mut st = self.shared.state.write();
                     for ev in &events {
-                        let resource = super::resource_of(&ev.key);
-                        match st.resource_revs.get_mut(resource) {
-                            Some(r) => *r = ev.obj.rev,
-                            None => {
-                                st.resource_revs.insert(resource.into(), ev.obj.rev);
+                        if let Some(resource) = super::resource_of(&ev.key) {
+                            match st.resource_revs.get_mut(resource) {
+                                Some(r) => *r = ev.obj.rev,
+                                None => {
+                                    st.resource_revs.insert(resource.into(), ev.obj.rev);
+                                }
                             }
                         }
                         match ev.kind {
