@@ -170,6 +170,15 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
         return Ok(Action::await_change());
     }
 
+    // While a status write would wait for the spacing anyway, the summary is computed only
+    // once the wait is over. Why: every BD status change queues its Cluster, and at 10,000
+    // clusters most of those passes computed a summary only to put its write off.
+    let clusters = ctx.fleet.read().map_or(0, |f| f.cluster_count());
+    if c.status.as_ref().is_some_and(|s| s.namespace == cns)
+        && let Some(wait) = ctx.status_wait(&ns, &name, status_spacing(clusters))
+    {
+        return Ok(Action::requeue(wait));
+    }
     let mut status = c.status.clone().unwrap_or_default();
     if status.namespace != cns {
         let n: Namespace = serde_json::from_value(json!({"metadata": {
@@ -242,7 +251,6 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
         // A new namespace is written at once (bundles target the cluster through it); summary
         // changes at most once per `spacing_for`, the last one after it.
         let new_namespace = c.status.as_ref().map(|s| &s.namespace) != Some(&status.namespace);
-        let clusters = ctx.fleet.read().map_or(0, |f| f.cluster_count());
         let spacing = spacing_for(clusters, &status.summary);
         if !new_namespace && let Some(wait) = ctx.status_spacing(&ns, &name, spacing) {
             return Ok(Action::requeue(wait));

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use fleet_api::keys::*;
 use fleet_api::{
@@ -119,7 +119,7 @@ pub struct Context {
     /// The budget every paced pass (a settled Bundle's, a GitRepo's summary) books from.
     pub(crate) pacer: Pacer,
     /// When each Cluster's status was last written (see [`Context::status_spacing`]).
-    cluster_status_written: Mutex<HashMap<(String, String), Instant>>,
+    cluster_status_written: StatusWrites,
     /// Bounds the BundleDeployment writes in flight across all reconciles: each needs a
     /// connection, and eight bundles writing 32 each kept 256 TLS connections (with their
     /// buffers) open where 32 keep the API server as busy.
@@ -489,7 +489,7 @@ impl Context {
             content_changed: tokio::sync::Notify::new(),
             desired: Mutex::new(HashMap::new()),
             pacer: Pacer::default(),
-            cluster_status_written: Mutex::new(HashMap::new()),
+            cluster_status_written: StatusWrites::default(),
             write_slots: tokio::sync::Semaphore::new(write_slots),
             ready: AtomicBool::new(false),
             leading: AtomicBool::new(false),
@@ -567,28 +567,27 @@ impl Context {
     }
 
     /// How long a Cluster's status write must wait to be `spacing` after its last one (None:
-    /// write now, and that is remembered). Entries older than `spacing` are dropped as the map
-    /// is swept, so it holds only the clusters written recently.
+    /// write now, and that is remembered; see [`StatusWrites::book`]).
     pub(crate) fn status_spacing(
         &self,
         namespace: &str,
         name: &str,
         spacing: std::time::Duration,
     ) -> Option<std::time::Duration> {
-        let mut m = self.cluster_status_written.lock().ok()?;
-        let now = Instant::now();
-        let key = (namespace.to_string(), name.to_string());
-        if let Some(last) = m.get(&key) {
-            let since = now.duration_since(*last);
-            if since < spacing {
-                return Some(spacing - since);
-            }
-        }
-        if m.len() >= 1024 && m.len().is_power_of_two() {
-            m.retain(|_, t| now.duration_since(*t) < spacing);
-        }
-        m.insert(key, now);
-        None
+        self.cluster_status_written
+            .book((namespace, name), spacing, Instant::now())
+    }
+
+    /// How long a Cluster's status write would still wait, as [`Self::status_spacing`] tells,
+    /// without booking a write: whether its summary is worth computing yet.
+    pub(crate) fn status_wait(
+        &self,
+        namespace: &str,
+        name: &str,
+        spacing: std::time::Duration,
+    ) -> Option<std::time::Duration> {
+        self.cluster_status_written
+            .wait((namespace, name), spacing, Instant::now())
     }
 
     /// Waits for one of the write slots (see `write_slots`); the write runs while the permit lives.
@@ -1005,10 +1004,67 @@ impl Context {
     }
 }
 
+/// When each Cluster's status was last written, by (namespace, name): a Cluster's status is
+/// written at most once per spacing. Entries older than the spacing are dropped as the map is
+/// swept, so it holds only the clusters written recently.
+#[derive(Default)]
+pub(crate) struct StatusWrites(Mutex<HashMap<(String, String), Instant>>);
+
+impl StatusWrites {
+    /// How long a write at `now` must wait to be `spacing` after the last one; None: write
+    /// now, and `now` is remembered as the last write.
+    fn book(&self, (ns, name): (&str, &str), spacing: Duration, now: Instant) -> Option<Duration> {
+        let mut m = self.0.lock().ok()?;
+        let key = (ns.to_string(), name.to_string());
+        if let Some(wait) = m
+            .get(&key)
+            .and_then(|last| spacing.checked_sub(now.saturating_duration_since(*last)))
+            .filter(|w| !w.is_zero())
+        {
+            return Some(wait);
+        }
+        if m.len() >= 1024 && m.len().is_power_of_two() {
+            m.retain(|_, t| now.saturating_duration_since(*t) < spacing);
+        }
+        m.insert(key, now);
+        None
+    }
+
+    /// What [`Self::book`] would answer at `now`, without remembering anything.
+    fn wait(&self, (ns, name): (&str, &str), spacing: Duration, now: Instant) -> Option<Duration> {
+        let m = self.0.lock().ok()?;
+        let last = m.get(&(ns.to_string(), name.to_string()))?;
+        spacing
+            .checked_sub(now.saturating_duration_since(*last))
+            .filter(|w| !w.is_zero())
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Pacer, paced_wait};
+    use super::{Pacer, StatusWrites, paced_wait};
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_clusters_status_writes_are_spaced_and_a_peek_books_nothing() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let w = StatusWrites::default();
+        let c = ("fleet-default", "c1");
+        // Never written: no wait, and a peek does not count as a write.
+        assert_eq!(w.wait(c, s(5), t0), None);
+        assert_eq!(w.wait(c, s(5), t0), None);
+        assert_eq!(w.book(c, s(5), t0), None);
+        // Written at t0: both tell the rest of the spacing; only a booking ends it.
+        assert_eq!(w.wait(c, s(5), t0 + s(2)), Some(s(3)));
+        assert_eq!(w.book(c, s(5), t0 + s(2)), Some(s(3)));
+        assert_eq!(w.wait(("fleet-default", "c2"), s(5), t0 + s(2)), None);
+        // A longer spacing (a rollout's) waits longer after the same write.
+        assert_eq!(w.wait(c, s(20), t0 + s(5)), Some(s(15)));
+        assert_eq!(w.wait(c, s(5), t0 + s(5)), None);
+        assert_eq!(w.book(c, s(5), t0 + s(5)), None);
+        assert_eq!(w.wait(c, s(5), t0 + s(6)), Some(s(4)));
+    }
 
     #[test]
     fn paced_passes_of_all_objects_share_one_budget() {
