@@ -222,12 +222,24 @@ fn consider(kinds: &Kinds, queue: &mut Queue, key: &Arc<str>, obj: &Obj) {
         queue.again.insert(key.clone());
         return;
     }
-    let Ok(slim) = serde_json::from_slice::<Slim>(&obj.json()) else {
+    let json = obj.json();
+    if kind == Kind::Service && !may_need_lb_status(&json) {
+        return;
+    }
+    let Ok(slim) = serde_json::from_slice::<Slim>(&json) else {
         return;
     };
     if desired_status(kind, &slim.into_value()).is_some() {
         queue.push(key.clone());
     }
+}
+
+/// Whether a Service's JSON may need a status written: only a LoadBalancer gets one, and only a
+/// Service that had an ingress loses it. Why: most Services are neither, and parsing each of
+/// their events (every apply of every agent) was all the simulator did with them.
+fn may_need_lb_status(json: &[u8]) -> bool {
+    memchr::memmem::find(json, b"LoadBalancer").is_some()
+        || memchr::memmem::find(json, b"\"ingress\"").is_some()
 }
 
 /// What [`desired_status`] reads of an object, decoded from an event without the rest of its
@@ -698,6 +710,28 @@ fn service(obj: &Value, current: &Value) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_services_that_may_need_a_status_are_parsed() {
+        let cluster_ip = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "s", "uid": "u"},
+            "spec": {"type": "ClusterIP", "ports": [{"port": 80}]}});
+        let lb = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "s", "uid": "u"}, "spec": {"type": "LoadBalancer"}});
+        let was_lb = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "s", "uid": "u"}, "spec": {"type": "ClusterIP"},
+            "status": {"loadBalancer": {"ingress": [{"ip": "127.0.0.1"}]}}});
+        for (svc, needs) in [(cluster_ip, false), (lb, true), (was_lb, true)] {
+            let bytes = serde_json::to_vec(&svc).unwrap();
+            assert_eq!(may_need_lb_status(&bytes), needs, "{svc}");
+            // The filter never skips a Service that needs a status.
+            assert_eq!(
+                desired_status(Kind::Service, &svc).is_some(),
+                needs,
+                "{svc}"
+            );
+        }
+    }
 
     /// Applying the derived status and deriving again changes nothing: the simulator's own
     /// writes never cause another write.
