@@ -484,7 +484,7 @@ async fn resolve(
     ds: &Downstream,
     api_version: &str,
     kind: &str,
-) -> Result<crate::objects::Kind, kube::Error> {
+) -> Result<std::sync::Arc<crate::objects::Kind>, kube::Error> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         match ds.kind(api_version, kind).await {

@@ -137,13 +137,17 @@ pub struct Kind {
     pub namespaced: bool,
 }
 
+/// Resolved kinds by apiVersion, then kind.
+type KindsByVersion = HashMap<String, HashMap<String, Arc<Kind>>>;
+
 /// The downstream cluster as the agent uses it: a client plus a cache of resolved kinds.
 #[derive(Clone)]
 pub struct Downstream {
     /// Client for the downstream cluster.
     pub client: kube::Client,
-    /// Every kind of each group-version looked up so far, by apiVersion then kind.
-    kinds: Arc<Mutex<HashMap<String, HashMap<String, Kind>>>>,
+    /// Every kind of each group-version looked up so far, by apiVersion then kind (shared:
+    /// every request resolves its kind, and a copy of one is five strings).
+    kinds: Arc<Mutex<KindsByVersion>>,
 }
 
 impl Downstream {
@@ -166,17 +170,16 @@ impl Downstream {
     /// Resolves apiVersion/kind through discovery. One document lists every kind of a
     /// group-version, so each is read once, and again only for a kind it did not list
     /// (failures are not cached: a kind whose CRD was just created resolves once it is served).
-    pub async fn kind(&self, api_version: &str, kind: &str) -> Result<Kind, kube::Error> {
-        let cached = |kinds: &HashMap<String, HashMap<String, Kind>>| {
-            kinds.get(api_version).and_then(|m| m.get(kind)).cloned()
-        };
+    pub async fn kind(&self, api_version: &str, kind: &str) -> Result<Arc<Kind>, kube::Error> {
+        let cached =
+            |kinds: &KindsByVersion| kinds.get(api_version).and_then(|m| m.get(kind)).cloned();
         if let Some(k) = cached(&self.kinds.lock().unwrap_or_else(|e| e.into_inner())) {
             return Ok(k);
         }
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let gv = kube::core::GroupVersion::gv(group, version);
         let found = kube::discovery::pinned_group(&self.client, &gv).await?;
-        let listed: HashMap<String, Kind> = found
+        let listed: HashMap<String, Arc<Kind>> = found
             .versioned_resources(version)
             .into_iter()
             .map(|(resource, caps)| {
@@ -184,7 +187,7 @@ impl Downstream {
                     resource,
                     namespaced: caps.scope == kube::discovery::Scope::Namespaced,
                 };
-                (k.resource.kind.clone(), k)
+                (k.resource.kind.clone(), Arc::new(k))
             })
             .collect();
         let mut kinds = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
