@@ -13,13 +13,30 @@ pub struct FleetController {
     pub process: FleetProcess,
     /// `127.0.0.1:PORT` of `/metrics`, `/healthz`, `/readyz`.
     pub addr: String,
+    /// Its git cache (`--cache-dir`, unless `extra` names one), removed after the process is
+    /// stopped: tests kill controllers, and a killed one leaves the temporary directory it would
+    /// have made itself behind.
+    _cache: Option<tempfile::TempDir>,
 }
 
 impl FleetController {
-    /// `fleet controller -k KUBECONFIG --listen 127.0.0.1:0 [extra...]`, waiting for `listening`.
+    /// `fleet controller -k KUBECONFIG --listen 127.0.0.1:0 --cache-dir DIR [extra...]`, waiting
+    /// for `listening`.
     pub fn start(bin: &Path, kubeconfig: &Path, extra: &[&str]) -> FleetController {
         let kc = kubeconfig.to_string_lossy().into_owned();
+        let cache = (!extra.contains(&"--cache-dir")).then(|| {
+            tempfile::Builder::new()
+                .prefix("fleet-controller-cache-")
+                .tempdir()
+                .expect("a temporary directory for the controller's git cache")
+        });
+        let cache_dir = cache
+            .as_ref()
+            .map(|d| d.path().to_string_lossy().into_owned());
         let mut args = vec!["controller", "-k", kc.as_str(), "--listen", "127.0.0.1:0"];
+        if let Some(d) = &cache_dir {
+            args.extend(["--cache-dir", d.as_str()]);
+        }
         args.extend_from_slice(extra);
         let mut process = FleetProcess::spawn(bin, "fleet controller", &args, &[]);
         let line =
@@ -27,6 +44,7 @@ impl FleetController {
         FleetController {
             process,
             addr: line.trim_start_matches("listening ").to_string(),
+            _cache: cache,
         }
     }
 
