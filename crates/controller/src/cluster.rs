@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fleet_api::keys::*;
 use fleet_api::{BundleSummary, Cluster, ClusterGroup};
@@ -175,7 +175,9 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
     // clusters most of those passes computed a summary only to put its write off.
     let clusters = ctx.fleet.read().map_or(0, |f| f.cluster_count());
     if c.status.as_ref().is_some_and(|s| s.namespace == cns)
-        && let Some(wait) = ctx.status_wait(&ns, &name, status_spacing(clusters))
+        && let Some(wait) =
+            ctx.cluster_status_written
+                .wait((&ns, &name), status_spacing(clusters), Instant::now())
     {
         return Ok(Action::requeue(wait));
     }
@@ -252,7 +254,11 @@ async fn reconcile(c: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, Reconci
         // changes at most once per `spacing_for`, the last one after it.
         let new_namespace = c.status.as_ref().map(|s| &s.namespace) != Some(&status.namespace);
         let spacing = spacing_for(clusters, &status.summary);
-        if !new_namespace && let Some(wait) = ctx.status_spacing(&ns, &name, spacing) {
+        if !new_namespace
+            && let Some(wait) =
+                ctx.cluster_status_written
+                    .book((&ns, &name), spacing, Instant::now())
+        {
             return Ok(Action::requeue(wait));
         }
         let mut obj = (*c).clone();

@@ -118,8 +118,8 @@ pub struct Context {
     desired: Mutex<HashMap<ObjectRef<Bundle>, DesiredMemo>>,
     /// The budget every paced pass (a settled Bundle's, a GitRepo's summary) books from.
     pub(crate) pacer: Pacer,
-    /// When each Cluster's status was last written (see [`Context::status_spacing`]).
-    cluster_status_written: StatusWrites,
+    /// When each Cluster's status was last written, to space its writes.
+    pub(crate) cluster_status_written: StatusWrites,
     /// Bounds the BundleDeployment writes in flight across all reconciles: each needs a
     /// connection, and eight bundles writing 32 each kept 256 TLS connections (with their
     /// buffers) open where 32 keep the API server as busy.
@@ -566,30 +566,6 @@ impl Context {
         }
     }
 
-    /// How long a Cluster's status write must wait to be `spacing` after its last one (None:
-    /// write now, and that is remembered; see [`StatusWrites::book`]).
-    pub(crate) fn status_spacing(
-        &self,
-        namespace: &str,
-        name: &str,
-        spacing: std::time::Duration,
-    ) -> Option<std::time::Duration> {
-        self.cluster_status_written
-            .book((namespace, name), spacing, Instant::now())
-    }
-
-    /// How long a Cluster's status write would still wait, as [`Self::status_spacing`] tells,
-    /// without booking a write: whether its summary is worth computing yet.
-    pub(crate) fn status_wait(
-        &self,
-        namespace: &str,
-        name: &str,
-        spacing: std::time::Duration,
-    ) -> Option<std::time::Duration> {
-        self.cluster_status_written
-            .wait((namespace, name), spacing, Instant::now())
-    }
-
     /// Waits for one of the write slots (see `write_slots`); the write runs while the permit lives.
     pub(crate) async fn write_slot(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
         self.write_slots.acquire().await.ok()
@@ -1013,7 +989,12 @@ pub(crate) struct StatusWrites(Mutex<HashMap<(String, String), Instant>>);
 impl StatusWrites {
     /// How long a write at `now` must wait to be `spacing` after the last one; None: write
     /// now, and `now` is remembered as the last write.
-    fn book(&self, (ns, name): (&str, &str), spacing: Duration, now: Instant) -> Option<Duration> {
+    pub(crate) fn book(
+        &self,
+        (ns, name): (&str, &str),
+        spacing: Duration,
+        now: Instant,
+    ) -> Option<Duration> {
         let mut m = self.0.lock().ok()?;
         let key = (ns.to_string(), name.to_string());
         if let Some(wait) = m
@@ -1030,8 +1011,14 @@ impl StatusWrites {
         None
     }
 
-    /// What [`Self::book`] would answer at `now`, without remembering anything.
-    fn wait(&self, (ns, name): (&str, &str), spacing: Duration, now: Instant) -> Option<Duration> {
+    /// What [`Self::book`] would answer at `now`, without remembering anything: whether a
+    /// Cluster's summary is worth computing yet.
+    pub(crate) fn wait(
+        &self,
+        (ns, name): (&str, &str),
+        spacing: Duration,
+        now: Instant,
+    ) -> Option<Duration> {
         let m = self.0.lock().ok()?;
         let last = m.get(&(ns.to_string(), name.to_string()))?;
         spacing
