@@ -669,9 +669,17 @@ impl Pacer {
 /// (None: run now).
 fn paced_wait(last: (Instant, std::time::Duration), now: Instant) -> Option<std::time::Duration> {
     let (at, cost) = last;
-    let spacing = PACED_SPACING.max(cost.saturating_mul(PACED_COST_FACTOR));
+    left_of(
+        PACED_SPACING.max(cost.saturating_mul(PACED_COST_FACTOR)),
+        at,
+        now,
+    )
+}
+
+/// What is left at `now` of `spacing` after `since` (None: nothing).
+fn left_of(spacing: Duration, since: Instant, now: Instant) -> Option<Duration> {
     spacing
-        .checked_sub(now.saturating_duration_since(at))
+        .checked_sub(now.saturating_duration_since(since))
         .filter(|w| !w.is_zero())
 }
 
@@ -997,11 +1005,7 @@ impl StatusWrites {
     ) -> Option<Duration> {
         let mut m = self.0.lock().ok()?;
         let key = (ns.to_string(), name.to_string());
-        if let Some(wait) = m
-            .get(&key)
-            .and_then(|last| spacing.checked_sub(now.saturating_duration_since(*last)))
-            .filter(|w| !w.is_zero())
-        {
+        if let Some(wait) = m.get(&key).and_then(|last| left_of(spacing, *last, now)) {
             return Some(wait);
         }
         if m.len() >= 1024 && m.len().is_power_of_two() {
@@ -1020,10 +1024,7 @@ impl StatusWrites {
         now: Instant,
     ) -> Option<Duration> {
         let m = self.0.lock().ok()?;
-        let last = m.get(&(ns.to_string(), name.to_string()))?;
-        spacing
-            .checked_sub(now.saturating_duration_since(*last))
-            .filter(|w| !w.is_zero())
+        left_of(spacing, *m.get(&(ns.to_string(), name.to_string()))?, now)
     }
 }
 
