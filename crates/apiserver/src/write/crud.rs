@@ -416,15 +416,24 @@ impl ApiServer {
         // Field ownership is recorded on every write, subresources included: a subresource write
         // replaces the object with the old one, so its managedFields are carried over.
         let managed = match sub {
-            // Taken rather than cloned where `new` is replaced by a copy of `old` below.
+            // Taken rather than cloned where `new` may be replaced by a copy of `old` below; the
+            // key stays where it is, so a `new` that is kept keeps `old`'s order of fields.
             Some("status" | "finalize") => new
                 .get_mut("metadata")
                 .and_then(Value::as_object_mut)
-                .and_then(|m| m.remove("managedFields")),
+                .and_then(|m| m.get_mut("managedFields"))
+                .map(Value::take),
             Some(_) => crate::storage::objects::meta_get(new, "managedFields").cloned(),
             None => None,
         };
         match sub {
+            // Most status writes (a merge patch of `status`, a read-modify-write) change nothing
+            // else: `new` is then already what the copy of `old` would be.
+            Some("status") if same_but_status(old, new) => {
+                // A resourceVersion the client sent was its precondition (checked above), and
+                // `old` has none: removed in place, the remaining fields keep `old`'s order.
+                meta_mut(new).shift_remove("resourceVersion");
+            }
             Some("status") => {
                 let status = new.as_object_mut().and_then(|m| m.remove("status"));
                 let mut merged = old.clone();
@@ -596,6 +605,59 @@ impl ApiServer {
                 Err(e) => return Err(ApiError::from_store(e, &info.group, &info.plural, name)),
             }
         }
+    }
+}
+
+/// Whether a status write's `new` object is `old` but for its status, field for field and in
+/// the same order (the values of `metadata.managedFields` aside: the write's own are set
+/// afterwards), so that keeping `new` stores exactly what replacing `old`'s status would. A
+/// status `old` lacks may come last in `new`, where inserting it into a copy of `old` puts it.
+fn same_but_status(old: &Value, new: &Value) -> bool {
+    let (Some(o), Some(n)) = (old.as_object(), new.as_object()) else {
+        return false;
+    };
+    let added = !o.contains_key("status") && n.keys().next_back().is_some_and(|k| k == "status");
+    if o.len() + usize::from(added) != n.len() {
+        return false;
+    }
+    o.iter().zip(n.iter()).all(|((ko, vo), (kn, vn))| {
+        ko == kn
+            && match ko.as_str() {
+                "status" => true,
+                "metadata" => same_meta(vo, vn),
+                _ => ordered_eq(vo, vn),
+            }
+    })
+}
+
+/// [`ordered_eq`] for two `metadata` objects, whatever their `managedFields` hold, and with
+/// the `resourceVersion` a client sends in `new` (`old` has none) left out.
+fn same_meta(old: &Value, new: &Value) -> bool {
+    let (Some(o), Some(n)) = (old.as_object(), new.as_object()) else {
+        return false;
+    };
+    let rv = o.contains_key("resourceVersion");
+    let n = || n.iter().filter(|(k, _)| rv || *k != "resourceVersion");
+    o.len() == n().count()
+        && o.iter()
+            .zip(n())
+            .all(|((ko, vo), (kn, vn))| ko == kn && (ko == "managedFields" || ordered_eq(vo, vn)))
+}
+
+/// Equality that also requires every object's fields in the same order (`Value`'s own `==`
+/// ignores the order, which is kept in what is stored).
+fn ordered_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|((kx, vx), (ky, vy))| kx == ky && ordered_eq(vx, vy))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| ordered_eq(p, q))
+        }
+        _ => a == b,
     }
 }
 

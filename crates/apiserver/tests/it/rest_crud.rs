@@ -833,3 +833,98 @@ async fn a_packed_store_serves_the_json_it_was_given() {
         "replicas: 8\nimage: nginx:1.8\n"
     );
 }
+
+/// The object as stored, field order kept, without what every write changes (its
+/// resourceVersion and what its managedFields hold) and without its status.
+async fn stored_but_status(c: &kube::Client, name: &str) -> (String, serde_json::Value) {
+    let req = kube::core::Request::new("/apis/apps/v1/namespaces/default/deployments")
+        .get(name, &Default::default())
+        .expect("request");
+    let text = c.request_text(req).await.expect("get");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let status = v
+        .as_object_mut()
+        .and_then(|o| o.shift_remove("status"))
+        .unwrap_or_default();
+    if let Some(m) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        m.shift_remove("resourceVersion");
+        // Where the managed fields are is kept, not what they hold.
+        if let Some(mf) = m.get_mut("managedFields") {
+            *mf = serde_json::Value::Null;
+        }
+    }
+    (v.to_string(), status)
+}
+
+#[tokio::test]
+async fn a_status_write_changes_the_status_alone_and_keeps_the_order_of_fields() {
+    let srv = server().await;
+    let c = client(&srv);
+    let api: Api<Deployment> = Api::namespaced(c.clone(), "default");
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web", "labels": {"app": "web"}, "annotations": {"a": "1"}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &d)
+        .await
+        .expect("create");
+    let (before, _) = stored_but_status(&c, "web").await;
+    // A status alone (the common case), twice: the first adds a status, the second changes it.
+    for replicas in [5, 6] {
+        api.patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"replicas": replicas}})),
+        )
+        .await
+        .expect("status patch");
+        let (after, status) = stored_but_status(&c, "web").await;
+        assert_eq!(after, before, "only the status changed, in place");
+        assert_eq!(status["replicas"], json!(replicas));
+    }
+    // Anything else a status write carries is dropped, labels and spec alike.
+    api.patch_status(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}, "spec": {"replicas": 9}, "status": {"replicas": 7}})),
+    )
+    .await
+    .expect("status patch");
+    let (after, status) = stored_but_status(&c, "web").await;
+    assert_eq!(after, before, "labels and spec are not a status write's");
+    assert_eq!(status["replicas"], json!(7));
+    // A read-modify-write of the whole object through /status (its resourceVersion a
+    // precondition), then one that also sends other fields in an order of its own: the stored
+    // order stands.
+    for (replicas, reorder) in [(8, false), (9, true)] {
+        let req = kube::core::Request::new("/apis/apps/v1/namespaces/default/deployments")
+            .get("web", &Default::default())
+            .expect("request");
+        let mut cur: serde_json::Value =
+            serde_json::from_str(&c.request_text(req).await.expect("get")).expect("json");
+        cur["status"]["replicas"] = json!(replicas);
+        if let Some(m) = cur["metadata"].as_object_mut() {
+            if reorder {
+                let name = m.shift_remove("name").expect("name");
+                m.insert("name".into(), name);
+            } else {
+                // The resourceVersion first: where a client puts it does not matter.
+                let rv = m.shift_remove("resourceVersion").expect("resourceVersion");
+                m.shift_insert(0, "resourceVersion".into(), rv);
+            }
+        }
+        let body = serde_json::to_vec(&cur).expect("body");
+        let req = kube::core::Request::new("/apis/apps/v1/namespaces/default/deployments")
+            .replace_subresource("status", "web", &PostParams::default(), body)
+            .expect("request");
+        c.request::<Deployment>(req).await.expect("status replace");
+        let (after, status) = stored_but_status(&c, "web").await;
+        assert_eq!(
+            after, before,
+            "the stored order stands (reordered: {reorder})"
+        );
+        assert_eq!(status["replicas"], json!(replicas));
+    }
+}
