@@ -834,14 +834,18 @@ async fn a_packed_store_serves_the_json_it_was_given() {
     );
 }
 
-/// The object as stored, field order kept, without what every write changes (its
-/// resourceVersion and what its managedFields hold) and without its status.
-async fn stored_but_status(c: &kube::Client, name: &str) -> (String, serde_json::Value) {
+/// Deployment `name` of namespace `default` as the server sends it, its order of fields kept.
+async fn stored(c: &kube::Client, name: &str) -> serde_json::Value {
     let req = kube::core::Request::new("/apis/apps/v1/namespaces/default/deployments")
         .get(name, &Default::default())
         .expect("request");
-    let text = c.request_text(req).await.expect("get");
-    let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    serde_json::from_str(&c.request_text(req).await.expect("get")).expect("json")
+}
+
+/// The object as stored, field order kept, without what every write changes (its
+/// resourceVersion and what its managedFields hold) and without its status.
+async fn stored_but_status(c: &kube::Client, name: &str) -> (String, serde_json::Value) {
+    let mut v = stored(c, name).await;
     let status = v
         .as_object_mut()
         .and_then(|o| o.shift_remove("status"))
@@ -899,11 +903,7 @@ async fn a_status_write_changes_the_status_alone_and_keeps_the_order_of_fields()
     // precondition), then one that also sends other fields in an order of its own: the stored
     // order stands.
     for (replicas, reorder) in [(8, false), (9, true)] {
-        let req = kube::core::Request::new("/apis/apps/v1/namespaces/default/deployments")
-            .get("web", &Default::default())
-            .expect("request");
-        let mut cur: serde_json::Value =
-            serde_json::from_str(&c.request_text(req).await.expect("get")).expect("json");
+        let mut cur = stored(&c, "web").await;
         cur["status"]["replicas"] = json!(replicas);
         if let Some(m) = cur["metadata"].as_object_mut() {
             if reorder {
