@@ -24,7 +24,10 @@ impl FleetController {
     /// for `listening`.
     pub fn start(bin: &Path, kubeconfig: &Path, extra: &[&str]) -> FleetController {
         let kc = kubeconfig.to_string_lossy().into_owned();
-        let cache = (!extra.contains(&"--cache-dir")).then(|| {
+        let named = extra
+            .iter()
+            .any(|a| *a == "--cache-dir" || a.starts_with("--cache-dir="));
+        let cache = (!named).then(|| {
             tempfile::Builder::new()
                 .prefix("fleet-controller-cache-")
                 .tempdir()
