@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use fleet_api::state::BundleState;
 use fleet_api::{BundleDeployment, BundleDeploymentStatus};
-use futures::{StreamExt, TryStreamExt};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::watcher;
@@ -715,14 +714,6 @@ fn send_after(tx: &mpsc::UnboundedSender<String>, name: &str, d: Duration) {
     });
 }
 
-/// Sleeps until `at` (forever when `None`; the caller guards the branch).
-async fn sleep_until_some(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// Runs the deploy loop until the process ends. Errors talking to the manager are retried by the
 /// watch (capped backoff with jitter) and logged at a capped rate; nothing is deleted because of
 /// them.
@@ -766,22 +757,7 @@ pub async fn run(
         settled,
     };
     // managedFields is never read here: not decoded, nor kept for every BundleDeployment.
-    let api = agent.bd_api();
-    // Backoff is ours, not the watcher's: a connection error waits (800 ms doubling to 30 s, as
-    // client-go's reflector), but an answer from the manager (a relist after "too old resource
-    // version", which a restarted manager gives) resumes at once: the manager is back.
-    let mut bd_events = watcher(api, watcher::Config::default().timeout(watch_timeout()))
-        .map_ok(|ev| match ev {
-            watcher::Event::Apply(w) => watcher::Event::Apply(w.0),
-            watcher::Event::InitApply(w) => watcher::Event::InitApply(w.0),
-            watcher::Event::Delete(w) => watcher::Event::Delete(w.0),
-            watcher::Event::Init => watcher::Event::Init,
-            watcher::Event::InitDone => watcher::Event::InitDone,
-        })
-        .boxed();
-    let mut watch_backoff =
-        crate::backoff::Backoff::new(Duration::from_millis(800), Duration::from_secs(30));
-    let mut resume_at: Option<tokio::time::Instant> = None;
+    let mut bd_events = crate::bd_watch::follow(agent.bd_api(), watch_timeout());
     let mut log = RateLimitedLog::new(Duration::from_secs(30));
     let mut retry_delay: HashMap<String, Duration> = HashMap::new();
     // Set by a completed (re-)list: once the queue drains, the agent says it is in sync.
@@ -792,16 +768,8 @@ pub async fn run(
     let mut relisted: Option<HashSet<String>> = None;
     loop {
         tokio::select! {
-            () = sleep_until_some(resume_at), if resume_at.is_some() => resume_at = None,
-            ev = bd_events.next(), if resume_at.is_none() => {
+            ev = bd_events.recv() => {
                 let Some(ev) = ev else { return };
-                match &ev {
-                    Ok(_) => watch_backoff.reset(),
-                    Err(watcher::Error::WatchError(st)) if st.code == 410 => watch_backoff.reset(),
-                    Err(_) => {
-                        resume_at = Some(tokio::time::Instant::now() + watch_backoff.next_delay());
-                    }
-                }
                 match ev {
                     Ok(watcher::Event::Apply(bd)) | Ok(watcher::Event::InitApply(bd)) => {
                         log.reset();

@@ -12,6 +12,7 @@
 pub mod accounts;
 pub mod agent;
 pub mod backoff;
+pub mod bd_watch;
 pub mod content;
 pub mod credential;
 pub mod deploy;

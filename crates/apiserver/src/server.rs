@@ -19,7 +19,7 @@ use crate::app::{ApiServer, ApiServerConfig};
 use crate::http::serve::{self, ServeOptions};
 use crate::security::auth::{Authenticator, UserInfo};
 use crate::security::pki::{self, Pki, PkiError};
-use crate::storage::store::{RETENTION, StoreConfig, StoreSync};
+use crate::storage::store::{DEFAULT_HISTORY, RETENTION, StoreConfig, StoreSync};
 
 /// The SQLite file inside the data directory.
 pub const STORE_FILE: &str = "store.db";
@@ -38,6 +38,10 @@ pub struct ServerConfig {
     pub store_sync: StoreSync,
     /// How long superseded revisions stay in the store for paginated lists at a past revision.
     pub store_retention: Duration,
+    /// How many of the latest events (of all resources) are kept in memory for watches to resume
+    /// from, as kube-apiserver's watch cache; one of a namespace resuming from before them is
+    /// replayed from the log while [`ServerConfig::store_retention`] keeps it, else answered 410.
+    pub store_history: usize,
     /// How long shutdown waits for in-flight requests (watches are ended at once).
     pub drain_timeout: Duration,
     /// Set workload status as a healthy cluster would, kwok-style (see [`crate::controllers::simulator`]).
@@ -51,6 +55,7 @@ impl Default for ServerConfig {
             listen: "127.0.0.1:0".to_string(),
             store_sync: StoreSync::default(),
             store_retention: RETENTION,
+            store_history: DEFAULT_HISTORY,
             drain_timeout: ServeOptions::default().drain_timeout,
             simulate_workloads: false,
         }
@@ -132,6 +137,7 @@ impl Server {
         let store = StoreConfig {
             sync: cfg.store_sync,
             retention: cfg.store_retention,
+            history: cfg.store_history,
             ..store
         };
         let mut api_cfg = ApiServerConfig::with_store(store);
