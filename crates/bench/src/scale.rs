@@ -184,6 +184,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     // Ready: GitRepo created right after the first commit → every BD Ready, objects present.
     let mut phase = Phase::start(&admin, manager.pid, Some(&tracker)).await?;
     requests.reset();
+    let relists = fleet_agent::bd_watch::relists();
     apply_gitrepo(&admin, &repo, opts.bundles, &opts.polling_interval).await?;
     let ready = wait_ready(
         &tracker,
@@ -209,6 +210,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     let _ = settle(&admin, quiet, quiet * 5).await;
     let ready_writes = phase.report("ready", &admin, manager.pid, ready_s).await?;
     requests.print("ready", expected);
+    print_relists("ready", relists);
     // Its counting watches end here: left open they would be served every later event too, work
     // charged to the manager in the rounds after.
     drop(phase);
@@ -244,6 +246,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
         }
         let mut phase = Phase::start(&admin, manager.pid, Some(&tracker)).await?;
         requests.reset();
+        let relists = fleet_agent::bd_watch::relists();
         write_repo(&repo, opts.bundles, opts.objects, round)?;
         git_commit(&repo, &format!("round {round}"), false)?;
         match wait_ready(
@@ -260,6 +263,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
             Ok(r) => {
                 phase.report("update", &admin, manager.pid, r.secs).await?;
                 requests.print("update", expected);
+                print_relists("update", relists);
                 update_s.push(r.secs);
                 ids = r.ids;
             }
@@ -298,6 +302,15 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
 }
 
 pub(crate) const MIB: f64 = 1024.0 * 1024.0;
+
+/// The agents' BundleDeployment watches that listed again since `from` (see
+/// [`fleet_agent::bd_watch::relists`]): a watch that could not resume costs the manager a list.
+fn print_relists(phase: &str, from: u64) {
+    println!(
+        "{phase} relists: {} of the agents' BundleDeployment watches listed again",
+        fleet_agent::bd_watch::relists().saturating_sub(from)
+    );
+}
 
 /// The `fleet server` child.
 pub(crate) struct Manager {

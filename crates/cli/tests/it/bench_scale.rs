@@ -59,6 +59,18 @@ fn twenty_clusters_five_bundles_all_ready() {
         stdout.contains("agents: 20 following their BundleDeployments after"),
         "{stdout}"
     );
+    // Each round says how many agents' watches had to list again (a count, whatever it is).
+    for round in ["ready", "update"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{round} relists: ")))
+            .unwrap_or_else(|| panic!("no {round} relists line\n{stdout}"));
+        let n = line
+            .split_whitespace()
+            .nth(2)
+            .and_then(|n| n.parse::<u64>().ok());
+        assert!(n.is_some(), "{line}");
+    }
 }
 
 #[test]
