@@ -39,7 +39,7 @@ pub fn relists() -> u64 {
 /// Tells a watch's lists after its first from the first.
 #[derive(Default)]
 struct Lists {
-    started: u64,
+    listed: bool,
 }
 
 impl Lists {
@@ -48,8 +48,7 @@ impl Lists {
         if !matches!(ev, Ok(watcher::Event::Init)) {
             return false;
         }
-        self.started += 1;
-        self.started > 1
+        std::mem::replace(&mut self.listed, true)
     }
 }
 
