@@ -59,6 +59,18 @@ fn twenty_clusters_five_bundles_all_ready() {
         stdout.contains("agents: 20 following their BundleDeployments after"),
         "{stdout}"
     );
+    // The idle window says what the fleet at rest costs each process, as shares of a core.
+    let idle = stdout
+        .lines()
+        .find(|l| l.starts_with("idle cpu: manager "))
+        .unwrap_or_else(|| panic!("no idle cpu line\n{stdout}"));
+    let shares: Vec<f64> = idle
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches(',').strip_suffix('%')?.parse().ok())
+        .collect();
+    assert_eq!(shares.len(), 2, "{idle}");
+    assert!(shares.iter().all(|s| s.is_finite() && *s >= 0.0), "{idle}");
+    assert!(idle.ends_with("(20 clusters)"), "{idle}");
     // Each round says how many agents' watches had to list again (a count, whatever it is).
     for round in ["ready", "update"] {
         let line = stdout
