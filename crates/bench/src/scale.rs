@@ -227,17 +227,13 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     );
     let writes_per_bd = ready_writes as f64 / expected as f64;
 
-    // Idle window.
-    let idle_from = revision(&admin).await?;
-    let idle_counter = WriteCounter::start(&admin, idle_from, Some(&tracker)).await?;
-    let idle_cpu = IdleCpu::start(manager.pid);
+    // Idle window: its writes, and the CPU each process takes with the fleet at rest.
+    let mut idle = Phase::start(&admin, manager.pid, Some(&tracker)).await?;
     tokio::time::sleep(opts.idle).await;
-    let idle_cpu = idle_cpu.line(manager.pid, opts.clusters);
-    let idle_to = revision(&admin).await?;
-    let idle_writes = idle_to.saturating_sub(idle_from);
-    idle_counter.print("idle", idle_to, idle_writes).await;
-    drop(idle_counter);
-    println!("{idle_cpu}");
+    let idle_writes = idle
+        .report("idle", &admin, manager.pid, opts.idle.as_secs_f64())
+        .await?;
+    drop(idle);
     let idle_per_min = idle_writes as f64 * 60.0 / opts.idle.as_secs_f64().max(0.001);
 
     // Updates: a commit changing every bundle → all Ready again.
@@ -491,35 +487,6 @@ fn manager_memory(pid: u32) -> String {
         mib(procfs::rss_bytes_pid(pid)),
         mib(procfs::hwm_bytes_pid(pid))
     )
-}
-
-/// The CPU both processes take while the fleet is at rest: what N idle agents and their
-/// connections cost the manager and this process, apart from any rollout.
-struct IdleCpu {
-    at: std::time::Instant,
-    manager: f64,
-    own: f64,
-}
-
-impl IdleCpu {
-    fn start(pid: u32) -> IdleCpu {
-        IdleCpu {
-            at: std::time::Instant::now(),
-            manager: procfs::cpu_seconds_pid(pid),
-            own: procfs::cpu_seconds(),
-        }
-    }
-
-    /// `idle cpu: manager X%, agents+downstreams Y% of one core over S s (N clusters)`.
-    fn line(&self, pid: u32, clusters: usize) -> String {
-        let secs = self.at.elapsed().as_secs_f64().max(0.001);
-        let share = |cpu: f64| (cpu * 100.0 / secs).max(0.0);
-        format!(
-            "idle cpu: manager {:.1}%, agents+downstreams {:.1}% of one core over {secs:.1} s ({clusters} clusters)",
-            share(procfs::cpu_seconds_pid(pid) - self.manager),
-            share(procfs::cpu_seconds() - self.own),
-        )
-    }
 }
 
 /// Timing, writes and CPU of one phase.
