@@ -41,7 +41,8 @@ pub struct Options {
     pub default_polling_interval: Duration,
     /// Where git checkouts are cached (None: a temporary directory removed on exit).
     pub cache_dir: Option<PathBuf>,
-    /// Concurrent writes per reconcile.
+    /// Concurrent writes of all reconciles together (128: with the store's group commit
+    /// waiting for more writes, 32 in flight left BD creation waiting on commits).
     pub write_concurrency: usize,
     /// Cluster registration (tokens, grants, manager-initiated imports); None: not run.
     pub registration: Option<registration::RegistrationOptions>,
@@ -57,7 +58,7 @@ impl Default for Options {
             listen: None,
             default_polling_interval: Duration::from_secs(15),
             cache_dir: None,
-            write_concurrency: 32,
+            write_concurrency: 128,
             registration: None,
             local_cluster: None,
         }

@@ -15,7 +15,7 @@
 //! generation, which changes the derived status and is written once. The simulated cluster has
 //! one node (DaemonSets schedule one pod).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ use tokio::task::JoinSet;
 use crate::state::ApiServer;
 use crate::storage::errors::ApiResult;
 use crate::storage::registry::{ResourceInfo, split_key};
-use crate::storage::store::{EventKind, Obj};
+use crate::storage::store::{EventKind, Obj, Rev};
 
 /// The field manager of every status write the simulator makes.
 pub const FIELD_MANAGER: &str = "fleet-simulator";
@@ -158,7 +158,10 @@ async fn run(srv: &ApiServer) -> Result<(), String> {
         streams.push(events.boxed());
     }
     let mut events = futures::stream::select_all(streams);
-    let mut writes: JoinSet<(Arc<str>, bool)> = JoinSet::new();
+    let mut writes: JoinSet<(Arc<str>, WriteOutcome)> = JoinSet::new();
+    // The revision of each status write whose event has not come back yet: that event is the
+    // simulator's own write, already derived from, so it is not decoded again.
+    let mut written: HashMap<Arc<str>, Rev> = HashMap::new();
     loop {
         while writes.len() < MAX_IN_FLIGHT {
             let Some(key) = queue.ready.pop_front() else {
@@ -171,34 +174,46 @@ async fn run(srv: &ApiServer) -> Result<(), String> {
             queue.in_flight.insert(key.clone());
             let (srv, info) = (srv.clone(), info.clone());
             writes.spawn(async move {
-                let ok = match write_status(&srv, &info, kind, &key).await {
-                    Ok(()) => true,
-                    Err(e) if e.code == 404 => true,
+                let done = match write_status(&srv, &info, kind, &key).await {
+                    Ok(rev) => Ok(Some(rev)),
+                    Err(e) if e.code == 404 => Ok(None),
                     Err(e) => {
                         tracing::debug!(key = %key, error = %e, "simulated status write failed; will retry");
-                        false
+                        Err(())
                     }
                 };
-                (key, ok)
+                (key, done)
             });
         }
         let retry = !queue.retry.is_empty();
         tokio::select! {
             ev = events.next() => {
                 let Some(Some(ev)) = ev else { return Err("a watch ended".into()) };
-                if !matches!(ev.kind, EventKind::Deleted) {
+                let own = written.remove(&ev.key) == Some(ev.obj.rev);
+                if !own && !matches!(ev.kind, EventKind::Deleted) {
                     consider(&kinds, &mut queue, &ev.key, &ev.obj);
                 }
             }
             Some(done) = writes.join_next(), if !writes.is_empty() => {
-                let (key, ok) = done.map_err(|e| format!("status write task: {e}"))?;
+                let (key, done) = done.map_err(|e| format!("status write task: {e}"))?;
                 queue.in_flight.remove(&key);
-                if !ok {
-                    queue.retry.insert(key);
-                } else if queue.again.remove(&key)
-                    && let Some(obj) = srv.store().get(&key)
-                {
-                    consider(&kinds, &mut queue, &key, &obj);
+                match done {
+                    Err(()) => {
+                        queue.retry.insert(key);
+                    }
+                    // Changed while in flight: look again unless the stored object is still the
+                    // one this write made (its event came back during the write).
+                    Ok(rev) if queue.again.remove(&key) => {
+                        if let Some(obj) = srv.store().get(&key)
+                            && rev != Some(obj.rev)
+                        {
+                            consider(&kinds, &mut queue, &key, &obj);
+                        }
+                    }
+                    Ok(Some(rev)) => {
+                        written.insert(key, rev);
+                    }
+                    Ok(None) => {}
                 }
             }
             () = tokio::time::sleep(RETRY_AFTER), if retry => {
@@ -212,6 +227,9 @@ async fn run(srv: &ApiServer) -> Result<(), String> {
         }
     }
 }
+
+/// How a status write ended: the revision it stored (None: the object is gone), or failed.
+type WriteOutcome = Result<Option<Rev>, ()>;
 
 /// Queues `key` when its stored status is not the simulated one.
 fn consider(kinds: &Kinds, queue: &mut Queue, key: &Arc<str>, obj: &Obj) {
@@ -299,13 +317,13 @@ impl Slim {
 }
 
 /// Writes the simulated status of `key` through the status subresource, from the object as it
-/// is now (nothing when it already has it).
+/// is now (nothing when it already has it); answers the revision stored after it.
 async fn write_status(
     srv: &ApiServer,
     info: &ResourceInfo,
     kind: Kind,
     key: &str,
-) -> ApiResult<()> {
+) -> ApiResult<Rev> {
     let (ns, name) = split_key(key);
     let ns = info.namespaced.then_some(ns);
     srv.guaranteed_update(info, ns, name, Some("status"), false, |cur| {
@@ -325,7 +343,11 @@ async fn write_status(
         )))
     })
     .await
-    .map(|_| ())
+    .map(|w| match w {
+        crate::write::crud::Written::Stored(o) => o.rev,
+        // Not a dry run: every answer is stored.
+        crate::write::crud::Written::Unstored(_) => 0,
+    })
 }
 
 /// The status `obj` should have, when it differs from the one it has. Objects being deleted

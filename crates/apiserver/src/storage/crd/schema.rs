@@ -4,6 +4,7 @@
 //! structs, so a wrong type stored here would break every reader.
 
 use std::collections::BTreeMap;
+use std::fmt::Write;
 
 use serde_json::Value;
 
@@ -208,6 +209,13 @@ impl Structural {
 
     /// Validates a value; every problem becomes a cause with its dotted path.
     pub fn validate(&self, v: &Value, path: &str, causes: &mut Vec<Cause>) {
+        self.validate_at(v, &mut path.to_string(), causes);
+    }
+
+    /// [`Structural::validate`] with the path in one buffer that each level extends and
+    /// truncates again. Why: a path string formatted per field was most of validating a valid
+    /// object (a BundleDeployment status write checks every field of its status).
+    fn validate_at(&self, v: &Value, path: &mut String, causes: &mut Vec<Cause>) {
         if v.is_null() {
             if !self.nullable && self.ty.is_some() && !path.is_empty() {
                 causes.push(Cause::invalid(
@@ -307,11 +315,16 @@ impl Structural {
                     }
                 }
                 for (k, child) in map {
-                    if let Some(p) = self.properties.get(k) {
-                        p.validate(child, &join(path, k), causes);
-                    } else if let Some(a) = &self.additional {
-                        a.validate(child, &join(path, k), causes);
+                    let Some(schema) = self.properties.get(k).or(self.additional.as_deref()) else {
+                        continue;
+                    };
+                    let len = path.len();
+                    if !path.is_empty() {
+                        path.push('.');
                     }
+                    path.push_str(k);
+                    schema.validate_at(child, path, causes);
+                    path.truncate(len);
                 }
             }
             Value::Array(items) => {
@@ -333,7 +346,10 @@ impl Structural {
                 }
                 if let Some(it) = &self.items {
                     for (i, child) in items.iter().enumerate() {
-                        it.validate(child, &format!("{path}[{i}]"), causes);
+                        let len = path.len();
+                        let _ = write!(path, "[{i}]");
+                        it.validate_at(child, path, causes);
+                        path.truncate(len);
                     }
                 }
             }
