@@ -175,7 +175,7 @@ async fn run(srv: &ApiServer) -> Result<(), String> {
             let (srv, info) = (srv.clone(), info.clone());
             writes.spawn(async move {
                 let done = match write_status(&srv, &info, kind, &key).await {
-                    Ok(rev) => Ok(Some(rev)),
+                    Ok(rev) => Ok(rev),
                     Err(e) if e.code == 404 => Ok(None),
                     Err(e) => {
                         tracing::debug!(key = %key, error = %e, "simulated status write failed; will retry");
@@ -201,19 +201,19 @@ async fn run(srv: &ApiServer) -> Result<(), String> {
                     Err(()) => {
                         queue.retry.insert(key);
                     }
-                    // Changed while in flight: look again unless the stored object is still the
-                    // one this write made (its event came back during the write).
-                    Ok(rev) if queue.again.remove(&key) => {
-                        if let Some(obj) = srv.store().get(&key)
-                            && rev != Some(obj.rev)
-                        {
-                            consider(&kinds, &mut queue, &key, &obj);
+                    Ok(rev) => {
+                        // Changed while in flight: look again unless the stored object is still
+                        // the one this write made (its event came back during the write).
+                        if queue.again.remove(&key) {
+                            if let Some(obj) = srv.store().get(&key)
+                                && rev != Some(obj.rev)
+                            {
+                                consider(&kinds, &mut queue, &key, &obj);
+                            }
+                        } else if let Some(rev) = rev {
+                            written.insert(key, rev);
                         }
                     }
-                    Ok(Some(rev)) => {
-                        written.insert(key, rev);
-                    }
-                    Ok(None) => {}
                 }
             }
             () = tokio::time::sleep(RETRY_AFTER), if retry => {
@@ -317,13 +317,14 @@ impl Slim {
 }
 
 /// Writes the simulated status of `key` through the status subresource, from the object as it
-/// is now (nothing when it already has it); answers the revision stored after it.
+/// is now (nothing when it already has it); answers the revision stored after it (None only
+/// for a dry run, which this never is).
 async fn write_status(
     srv: &ApiServer,
     info: &ResourceInfo,
     kind: Kind,
     key: &str,
-) -> ApiResult<Rev> {
+) -> ApiResult<Option<Rev>> {
     let (ns, name) = split_key(key);
     let ns = info.namespaced.then_some(ns);
     srv.guaranteed_update(info, ns, name, Some("status"), false, |cur| {
@@ -344,9 +345,8 @@ async fn write_status(
     })
     .await
     .map(|w| match w {
-        crate::write::crud::Written::Stored(o) => o.rev,
-        // Not a dry run: every answer is stored.
-        crate::write::crud::Written::Unstored(_) => 0,
+        crate::write::crud::Written::Stored(o) => Some(o.rev),
+        crate::write::crud::Written::Unstored(_) => None,
     })
 }
 
