@@ -86,7 +86,9 @@ impl Entry {
     }
 
     /// The entry's JSON; `source` is the live `managedFields` list [`Entry::source`] indexes.
-    fn to_json(&self, source: Option<&[Value]>) -> Value {
+    /// With `owned` (a list equal to `source` that the caller discards) the kept `fieldsV1` is
+    /// moved out of it instead of copied from `source`.
+    fn to_json(&self, source: Option<&[Value]>, owned: Option<&mut [Value]>) -> Value {
         let mut m = Map::new();
         m.insert("manager".into(), json!(self.manager));
         m.insert("operation".into(), json!(self.operation.as_str()));
@@ -95,14 +97,20 @@ impl Entry {
             m.insert("time".into(), json!(t));
         }
         m.insert("fieldsType".into(), json!("FieldsV1"));
-        let kept = self
+        let taken = self
             .source
-            .zip(source)
-            .and_then(|(i, list)| list.get(i)?.get("fieldsV1"));
-        let fields = match kept {
-            Some(f) => f.clone(),
-            None => self.set.to_fields_v1(),
+            .zip(owned)
+            .and_then(|(i, list)| list.get_mut(i)?.get_mut("fieldsV1"))
+            .map(Value::take);
+        let kept = || {
+            self.source
+                .zip(source)
+                .and_then(|(i, list)| list.get(i)?.get("fieldsV1"))
+                .cloned()
         };
+        let fields = taken
+            .or_else(kept)
+            .unwrap_or_else(|| self.set.to_fields_v1());
         m.insert("fieldsV1".into(), fields);
         if !self.subresource.is_empty() {
             m.insert("subresource".into(), json!(self.subresource));
@@ -245,6 +253,17 @@ fn cap_update_managers(entries: &mut Vec<Entry>) {
 /// Writes `entries` as `metadata.managedFields`; `source` is the live list their
 /// [`Entry::source`] indexes.
 fn set_managed(obj: &mut Value, entries: &[Entry], source: Option<&[Value]>) {
+    set_managed_taking(obj, entries, source, None);
+}
+
+/// [`set_managed`] with `owned`, a list equal to `source` that is no longer needed (the
+/// entries a client sent back unchanged): kept encodings are moved out of it, not copied.
+fn set_managed_taking(
+    obj: &mut Value,
+    entries: &[Entry],
+    source: Option<&[Value]>,
+    mut owned: Option<Vec<Value>>,
+) {
     // A body that is not an object, or whose metadata is not one, is left for validation to
     // refuse rather than repaired here.
     let Some(root) = obj.as_object() else { return };
@@ -257,7 +276,12 @@ fn set_managed(obj: &mut Value, entries: &[Entry], source: Option<&[Value]>) {
     } else {
         m.insert(
             "managedFields".into(),
-            Value::Array(entries.iter().map(|e| e.to_json(source)).collect()),
+            Value::Array(
+                entries
+                    .iter()
+                    .map(|e| e.to_json(source, owned.as_deref_mut()))
+                    .collect(),
+            ),
         );
     }
 }
@@ -382,7 +406,9 @@ fn track_update_with(
     // Entries the client sent back unchanged (a read-modify-write) are not a request to set them.
     let live_mf = live.and_then(|l| crate::storage::objects::meta_get(l, "managedFields"));
     let new_mf = crate::storage::objects::meta_get(&new, "managedFields");
-    let requested = if sub.is_none() && new_mf.is_some() && new_mf != live_mf {
+    // The common read-modify-write: the entries come back as they were.
+    let sent_back = new_mf.is_some() && new_mf == live_mf;
+    let requested = if sub.is_none() && new_mf.is_some() && !sent_back {
         decode_managed(&new)
     } else {
         None
@@ -405,8 +431,9 @@ fn track_update_with(
         compare(old, &new, &ty, info, sub)
     };
     if cmp.changed.is_empty() && cmp.removed.is_empty() && requested.is_none() {
-        // Nothing this write changed is tracked: the live entries stand as they are.
-        if let Some(l) = live {
+        // Nothing this write changed is tracked: the live entries stand as they are (and
+        // when they came back unchanged, they are in place already).
+        if let Some(l) = live.filter(|_| !sent_back) {
             match crate::storage::objects::meta_get(l, "managedFields") {
                 Some(mf) => {
                     if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -501,7 +528,15 @@ fn track_update_with(
         }
     }
     cap_update_managers(&mut entries);
-    set_managed(&mut new, &entries, live_list);
+    let owned = if sent_back && !reference {
+        crate::storage::objects::meta_mut(&mut new)
+            .get_mut("managedFields")
+            .and_then(Value::as_array_mut)
+            .map(std::mem::take)
+    } else {
+        None
+    };
+    set_managed_taking(&mut new, &entries, live_list, owned);
     new
 }
 
