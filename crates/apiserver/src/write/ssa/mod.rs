@@ -715,7 +715,7 @@ pub fn apply(
         }
     }
     let merged = typed::merge(live_bare, config, &ty).map_err(invalid)?;
-    let me = Entry {
+    let mut me = Entry {
         manager: manager.to_string(),
         operation: Operation::Apply,
         api_version: info.api_version(),
@@ -750,18 +750,27 @@ pub fn apply(
     }
     // Fields the manager applied last time and no longer applies go, unless someone else
     // (or the new configuration) still owns them.
-    let last = entries
-        .iter()
-        .find(|e| e.same_manager(&me))
-        .map(|e| e.set.clone())
-        .unwrap_or_default();
-    let mut owned = me.set.clone();
-    for e in entries.iter().filter(|e| !e.same_manager(&me)) {
-        owned.union_with(&e.set);
-    }
-    let gone = last.difference(&owned);
+    // (last − (mine ∪ others') taken one set at a time, so that no union is built unless
+    // something is to go; a create has no last.)
+    let gone = match entries.iter().find(|e| e.same_manager(&me)) {
+        None => Set::new(),
+        Some(last) => {
+            let mut gone = last.set.difference(&me.set);
+            for e in entries.iter().filter(|e| !e.same_manager(&me)) {
+                if gone.is_empty() {
+                    break;
+                }
+                gone = gone.difference(&e.set);
+            }
+            gone
+        }
+    };
     let mut result = merged;
     if !gone.is_empty() {
+        let mut owned = me.set.clone();
+        for e in entries.iter().filter(|e| !e.same_manager(&me)) {
+            owned.union_with(&e.set);
+        }
         typed::remove_paths(&mut result, &gone, &owned, &ty);
     }
     if others {
@@ -778,10 +787,10 @@ pub fn apply(
         Some(e) => {
             // A no-op apply keeps the entry as it was (and so the object unwritten).
             if e.set != me.set || e.api_version != me.api_version || &result != live_bare {
-                e.time = me.time.clone();
+                e.time = me.time.take();
             }
-            e.set = me.set.clone();
-            e.api_version = me.api_version.clone();
+            e.set = me.set;
+            e.api_version = me.api_version;
         }
         None => entries.push(me),
     }
