@@ -251,14 +251,9 @@ fn cap_update_managers(entries: &mut Vec<Entry>) {
 }
 
 /// Writes `entries` as `metadata.managedFields`; `source` is the live list their
-/// [`Entry::source`] indexes.
-fn set_managed(obj: &mut Value, entries: &[Entry], source: Option<&[Value]>) {
-    set_managed_taking(obj, entries, source, None);
-}
-
-/// [`set_managed`] with `owned`, a list equal to `source` that is no longer needed (the
-/// entries a client sent back unchanged): kept encodings are moved out of it, not copied.
-fn set_managed_taking(
+/// [`Entry::source`] indexes. With `owned`, a list equal to `source` that is no longer needed
+/// (the entries a client sent back unchanged), kept encodings are moved out of it, not copied.
+fn set_managed(
     obj: &mut Value,
     entries: &[Entry],
     source: Option<&[Value]>,
@@ -418,7 +413,7 @@ fn track_update_with(
         .as_ref()
         .is_some_and(|r| r.iter().all(|e| e.set.is_empty()))
     {
-        set_managed(&mut new, &[], None);
+        set_managed(&mut new, &[], None, None);
         return new;
     }
     // managedFields themselves are compared too (an atomic leaf, cheap) and then stripped, so
@@ -536,7 +531,7 @@ fn track_update_with(
     } else {
         None
     };
-    set_managed_taking(&mut new, &entries, live_list, owned);
+    set_managed(&mut new, &entries, live_list, owned);
     new
 }
 
@@ -796,7 +791,7 @@ pub fn apply(
     }
     entries.retain(|e| !e.set.is_empty());
     cap_update_managers(&mut entries);
-    set_managed(&mut result, &entries, None);
+    set_managed(&mut result, &entries, None, None);
     if let Some(m) = result.get_mut("metadata").and_then(Value::as_object_mut)
         && !m.contains_key("name")
     {
