@@ -67,14 +67,15 @@ impl Obj {
     }
 
     /// Compact JSON of the object, with `metadata.resourceVersion` equal to `rev`. Shared for an
-    /// object held plain; unpacked into a new buffer for one held compressed. Unpacking cannot
+    /// object held plain; for one held compressed, unpacked into a new buffer unless it was just
+    /// unpacked at this revision (then that buffer, shared). Unpacking cannot
     /// fail for an object this process packed; if it ever did, the failure is logged and the
     /// JSON is empty, which every reader refuses as invalid rather than panicking.
     pub fn json(&self) -> Bytes {
         match &self.body {
             Body::Plain(b) => b.clone(),
-            Body::Packed(p) => match p.unpack(self.rev) {
-                Ok(v) => Bytes::from(v),
+            Body::Packed(p) => match p.unpack_shared(self.rev) {
+                Ok(v) => v,
                 Err(e) => {
                     tracing::error!(rev = self.rev, "unpacking a stored object failed: {e}");
                     Bytes::new()

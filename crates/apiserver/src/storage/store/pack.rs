@@ -70,7 +70,46 @@ pub(crate) struct Packed {
     len: u32,
 }
 
+/// Slots of [`Packed::unpack_shared`]'s memo of recent unpacks.
+const RECENT_SLOTS: usize = 512;
+
+/// One recent unpack: the JSON of `z` at `rev`. Holding `z` keeps its allocation alive, so no
+/// other packed object can have its address while the slot holds it.
+struct Recent {
+    rev: Rev,
+    z: Bytes,
+    json: Bytes,
+}
+
+/// The last unpack of each revision modulo [`RECENT_SLOTS`], for all stores of the process: the
+/// watchers of one event (a BundleDeployment's agent, the controllers' cache, the garbage
+/// collector) and a read soon after a write unpack an object once between them. Bounded at
+/// `RECENT_SLOTS` objects, unlike keeping the plain JSON in the watch history.
+static RECENT: [parking_lot::Mutex<Option<Recent>>; RECENT_SLOTS] =
+    [const { parking_lot::Mutex::new(None) }; RECENT_SLOTS];
+
 impl Packed {
+    /// [`Packed::unpack`] as shared bytes, from the memo of recent unpacks when this object was
+    /// unpacked at `rev` a moment ago.
+    pub(crate) fn unpack_shared(&self, rev: Rev) -> Result<Bytes, String> {
+        let slot = &RECENT[rev.unsigned_abs() as usize % RECENT_SLOTS];
+        if let Some(r) = &*slot.lock()
+            && r.rev == rev
+            && r.z.as_ptr() == self.z.as_ptr()
+            && r.z.len() == self.z.len()
+        {
+            return Ok(r.json.clone());
+        }
+        let json = Bytes::from(self.unpack(rev)?);
+        let old = slot.lock().replace(Recent {
+            rev,
+            z: self.z.clone(),
+            json: json.clone(),
+        });
+        drop(old); // freed outside the lock
+        Ok(json)
+    }
+
     /// The JSON with `rev` spliced in, in an allocation of exactly its length (a `Bytes` made
     /// from it allocates nothing more).
     pub(crate) fn unpack(&self, rev: Rev) -> Result<Vec<u8>, String> {
@@ -600,6 +639,61 @@ pub(crate) mod tests {
             .collect();
         assert!(packer.pack(&noise, 10).is_none());
         assert!(packer.pack(&samples[0], 10).is_some());
+    }
+
+    #[test]
+    fn a_repeated_unpack_shares_the_first_and_never_mixes_objects_up() {
+        let samples: Vec<Vec<u8>> = (0..300).map(|i| reference(bd(i, "c0"), 5)).collect();
+        let packer = Packer::trained_on(&samples);
+        // Revisions far from the small ones other tests use, and two of them sharing a slot.
+        let rev: Rev = 7_000_000_000;
+        let colliding = rev + RECENT_SLOTS as Rev;
+        let pack = |i: usize, at: Rev| {
+            let plain = Obj::plain(
+                Bytes::from(reference(bd(i, "c9"), at)),
+                at,
+                super::super::empty_labels(),
+            );
+            let (hole, rv_at) = with_hole(&plain).expect("a resourceVersion");
+            packer.pack(&hole, rv_at).expect("packs")
+        };
+        let (a, b) = (pack(1, rev), pack(2, rev));
+        // The memo is shared with tests running beside this one, which may take the slot
+        // between two calls: sharing must show within a few tries.
+        let shared = (0..5).any(|_| {
+            let first = a.unpack_shared(rev).expect("unpacks");
+            let second = a.unpack_shared(rev).expect("unpacks");
+            assert_eq!(first, second);
+            first.as_ptr() == second.as_ptr()
+        });
+        assert!(
+            shared,
+            "a second unpack at the same revision unpacked again"
+        );
+        // Another object at the same revision, the same object at another revision of the
+        // same slot, and a fresh copy of the same bytes: each gets its own JSON.
+        for _ in 0..3 {
+            assert_eq!(
+                a.unpack_shared(rev).expect("unpacks"),
+                reference(bd(1, "c9"), rev)
+            );
+            assert_eq!(
+                b.unpack_shared(rev).expect("unpacks"),
+                reference(bd(2, "c9"), rev)
+            );
+            assert_eq!(
+                a.unpack_shared(colliding).expect("unpacks"),
+                reference(bd(1, "c9"), colliding)
+            );
+        }
+        let copy = Packed {
+            z: Bytes::from(a.z.to_vec()),
+            ..a.clone()
+        };
+        assert_eq!(
+            copy.unpack_shared(rev).expect("unpacks"),
+            reference(bd(1, "c9"), rev)
+        );
     }
 
     /// The previous value of key `i` in the test above: its first version (revision i + 1).
