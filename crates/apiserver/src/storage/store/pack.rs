@@ -72,6 +72,9 @@ pub(crate) struct Packed {
 
 /// Slots of [`Packed::unpack_shared`]'s memo of recent unpacks.
 const RECENT_SLOTS: usize = 512;
+/// Largest JSON the memo keeps, so that it holds at most 8 MiB whatever is read (a list of
+/// large objects would otherwise fill every slot with one).
+const RECENT_MAX_LEN: usize = 16 * 1024;
 
 /// One recent unpack: the JSON of `z` at `rev`. Holding `z` keeps its allocation alive, so no
 /// other packed object can have its address while the slot holds it.
@@ -84,7 +87,8 @@ struct Recent {
 /// The last unpack of each revision modulo [`RECENT_SLOTS`], for all stores of the process: the
 /// watchers of one event (a BundleDeployment's agent, the controllers' cache, the garbage
 /// collector) and a read soon after a write unpack an object once between them. Bounded at
-/// `RECENT_SLOTS` objects, unlike keeping the plain JSON in the watch history.
+/// `RECENT_SLOTS` objects of at most `RECENT_MAX_LEN` bytes, unlike keeping the plain JSON in
+/// the watch history.
 static RECENT: [parking_lot::Mutex<Option<Recent>>; RECENT_SLOTS] =
     [const { parking_lot::Mutex::new(None) }; RECENT_SLOTS];
 
@@ -92,6 +96,9 @@ impl Packed {
     /// [`Packed::unpack`] as shared bytes, from the memo of recent unpacks when this object was
     /// unpacked at `rev` a moment ago.
     pub(crate) fn unpack_shared(&self, rev: Rev) -> Result<Bytes, String> {
+        if self.len as usize > RECENT_MAX_LEN {
+            return self.unpack(rev).map(Bytes::from);
+        }
         let slot = &RECENT[rev.unsigned_abs() as usize % RECENT_SLOTS];
         if let Some(r) = &*slot.lock()
             && r.rev == rev
@@ -694,6 +701,19 @@ pub(crate) mod tests {
             copy.unpack_shared(rev).expect("unpacks"),
             reference(bd(1, "c9"), rev)
         );
+        // An object larger than the memo keeps is unpacked each time, and right.
+        let mut big = bd(3, "c9");
+        big["spec"]["pad"] = json!("x".repeat(2 * RECENT_MAX_LEN));
+        let want = reference(big.clone(), rev);
+        let plain = Obj::plain(Bytes::from(want.clone()), rev, super::super::empty_labels());
+        let (hole, rv_at) = with_hole(&plain).expect("a resourceVersion");
+        let big = packer.pack(&hole, rv_at).expect("packs");
+        let (first, second) = (
+            big.unpack_shared(rev).expect("unpacks"),
+            big.unpack_shared(rev).expect("unpacks"),
+        );
+        assert_eq!((&first[..], &second[..]), (&want[..], &want[..]));
+        assert_ne!(first.as_ptr(), second.as_ptr(), "kept by the memo");
     }
 
     /// The previous value of key `i` in the test above: its first version (revision i + 1).
