@@ -352,6 +352,9 @@ impl Manager {
             cmd.env("_RJEM_MALLOC_CONF", conf);
         }
         let (child, pid, url) = spawn_announced(cmd, "ready ", "the manager").await?;
+        if let Ok(mut m) = SAMPLERS.lock() {
+            m.insert(pid, procfs::PeakSampler::start(pid));
+        }
         Ok(Manager { child, pid, url })
     }
 
@@ -478,12 +481,30 @@ async fn agents_ended(agents: &mut [tokio::task::JoinHandle<()>]) -> String {
     format!("{} agent tasks ended: {}", ended.len(), ended.join("; "))
 }
 
+/// The memory sampler of each manager process started, by pid.
+static SAMPLERS: std::sync::LazyLock<
+    std::sync::Mutex<HashMap<u32, std::sync::Arc<procfs::PeakSampler>>>,
+> = std::sync::LazyLock::new(Default::default);
+
 /// The manager's resident memory now and its peak so far: printed at each phase's end, they
-/// say in which phase the peak the `scale:` line reports was reached.
+/// say in which phase the peak the `scale:` line reports was reached, and the sampled peaks of
+/// its heap and of its mapped files say in what.
 fn manager_memory(pid: u32) -> String {
     let mib = |b: Option<u64>| b.unwrap_or(0) as f64 / MIB;
+    let sampled = SAMPLERS
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&pid).map(|s| s.peaks()))
+        .map(|(anon, file)| {
+            format!(
+                "; sampled: anon {:.0}, file {:.0} MiB",
+                mib(Some(anon)),
+                mib(Some(file))
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "manager rss {:.0} MiB (peak so far {:.0} MiB)",
+        "manager rss {:.0} MiB (peak so far {:.0} MiB{sampled})",
         mib(procfs::rss_bytes_pid(pid)),
         mib(procfs::hwm_bytes_pid(pid))
     )
