@@ -80,12 +80,12 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
     git_commit(&repo, "round 1", true)?;
 
     // Round 1: the GitRepo appears (its first poll fetches the commit).
-    let mut phase = Phase::start(&admin, manager.pid, Some(&tracker)).await?;
+    let mut phase = Phase::start(&admin, &manager, Some(&tracker)).await?;
     let t = Instant::now();
     apply_gitrepo(&admin, &repo, opts.bundles, "1s").await?;
     let written_s = wait_written(&tracker, expected, &HashMap::new(), opts.timeout).await?;
     let w1 = phase
-        .report("written", &admin, manager.pid, t.elapsed().as_secs_f64())
+        .report("written", &admin, &manager, t.elapsed().as_secs_f64())
         .await?;
     drop(phase);
     let rss = procfs::rss_bytes_pid(manager.pid).unwrap_or(0) as f64 / MIB;
@@ -95,12 +95,12 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
     // Round 2: a commit changing every bundle.
     let before = tracker.ids();
     write_repo(&repo, opts.bundles, opts.objects, 2)?;
-    let mut phase = Phase::start(&admin, manager.pid, Some(&tracker)).await?;
+    let mut phase = Phase::start(&admin, &manager, Some(&tracker)).await?;
     let t = Instant::now();
     git_commit(&repo, "round 2", false)?;
     let update_s = wait_written(&tracker, expected, &before, opts.timeout).await?;
     let w2 = phase
-        .report("update", &admin, manager.pid, t.elapsed().as_secs_f64())
+        .report("update", &admin, &manager, t.elapsed().as_secs_f64())
         .await?;
     drop(phase);
     let ctl_cpu_round2 = procfs::cpu_seconds_pid(ctl.pid) - ctl_cpu_round1;
@@ -120,13 +120,13 @@ pub async fn controller(opts: ControllerOptions) -> anyhow::Result<()> {
     let manager =
         Manager::start_with(&opts.exe, dir.path(), &opts.store_sync, SERVER_FLAGS).await?;
     let admin = crate::observer::client(&kubeconfig).await?;
-    let mut resync = Phase::start(&admin, manager.pid, None).await?;
+    let mut resync = Phase::start(&admin, &manager, None).await?;
     let ctl = Controllers::start(&opts.exe, dir.path(), &kubeconfig).await?;
     tokio::time::sleep(opts.resync).await;
     // The new controller's Lease (acquired, then renewed every retry period) is leader
     // election's heartbeat, not the controllers' work: counted apart.
     let all_writes = resync
-        .report("resync", &admin, manager.pid, opts.resync.as_secs_f64())
+        .report("resync", &admin, &manager, opts.resync.as_secs_f64())
         .await?;
     let lease_writes = resync
         .by_resource

@@ -3,7 +3,14 @@
 
 /// A `Vm*:` field of `/proc/<pid>/status` in KiB.
 fn status_kib(pid: &str, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    field_kib(
+        &std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?,
+        field,
+    )
+}
+
+/// A `Vm*:` or `Rss*:` field of a `/proc/<pid>/status` text, in KiB.
+fn field_kib(status: &str, field: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse::<u64>().ok()
 }
@@ -74,9 +81,12 @@ impl PeakSampler {
         let spawned = std::thread::Builder::new()
             .name("bench-rss-sampler".into())
             .spawn(move || {
-                let pid = pid.to_string();
-                while let (Some(anon), Some(file)) =
-                    (status_kib(&pid, "RssAnon:"), status_kib(&pid, "RssFile:"))
+                let path = format!("/proc/{pid}/status");
+                while let Ok(status) = std::fs::read_to_string(&path)
+                    && let (Some(anon), Some(file)) = (
+                        field_kib(&status, "RssAnon:"),
+                        field_kib(&status, "RssFile:"),
+                    )
                 {
                     s.anon
                         .fetch_max(anon * 1024, std::sync::atomic::Ordering::Relaxed);

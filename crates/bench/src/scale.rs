@@ -135,7 +135,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
         opts.clusters,
         opts.clusters as f64 / register_s,
         reg_writes as f64 / opts.clusters as f64,
-        manager_memory(manager.pid)
+        manager.memory()
     );
 
     // The agents. The clock of a rollout starts on a fleet at rest: every agent following its
@@ -172,7 +172,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
         opts.clusters,
         fleet_agent::FIRST_CHECKIN.as_secs(),
         t.elapsed().as_secs_f64(),
-        manager_memory(manager.pid)
+        manager.memory()
     );
 
     let tracker = Tracker::start(admin.clone())?;
@@ -182,7 +182,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     let expected = opts.clusters * opts.bundles;
 
     // Ready: GitRepo created right after the first commit → every BD Ready, objects present.
-    let mut phase = Phase::start(&admin, manager.pid, Some(&tracker)).await?;
+    let mut phase = Phase::start(&admin, &manager, Some(&tracker)).await?;
     requests.reset();
     let relists = fleet_agent::bd_watch::relists();
     apply_gitrepo(&admin, &repo, opts.bundles, &opts.polling_interval).await?;
@@ -208,7 +208,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     let quiet = Duration::from_secs(6)
         .max(fleet_controller::cluster::status_spacing(opts.clusters) + Duration::from_secs(1));
     let _ = settle(&admin, quiet, quiet * 5).await;
-    let ready_writes = phase.report("ready", &admin, manager.pid, ready_s).await?;
+    let ready_writes = phase.report("ready", &admin, &manager, ready_s).await?;
     requests.print("ready", expected);
     print_relists("ready", relists);
     // Its counting watches end here: left open they would be served every later event too, work
@@ -228,10 +228,10 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     let writes_per_bd = ready_writes as f64 / expected as f64;
 
     // Idle window: its writes, and the CPU each process takes with the fleet at rest.
-    let mut idle = Phase::start(&admin, manager.pid, Some(&tracker)).await?;
+    let mut idle = Phase::start(&admin, &manager, Some(&tracker)).await?;
     tokio::time::sleep(opts.idle).await;
     let idle_writes = idle
-        .report("idle", &admin, manager.pid, opts.idle.as_secs_f64())
+        .report("idle", &admin, &manager, opts.idle.as_secs_f64())
         .await?;
     drop(idle);
     let idle_per_min = idle_writes as f64 * 60.0 / opts.idle.as_secs_f64().max(0.001);
@@ -243,7 +243,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
         if !all_ready {
             break;
         }
-        let mut phase = Phase::start(&admin, manager.pid, Some(&tracker)).await?;
+        let mut phase = Phase::start(&admin, &manager, Some(&tracker)).await?;
         requests.reset();
         let relists = fleet_agent::bd_watch::relists();
         write_repo(&repo, opts.bundles, opts.objects, round)?;
@@ -260,7 +260,7 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
         .await
         {
             Ok(r) => {
-                phase.report("update", &admin, manager.pid, r.secs).await?;
+                phase.report("update", &admin, &manager, r.secs).await?;
                 requests.print("update", expected);
                 print_relists("update", relists);
                 update_s.push(r.secs);
@@ -316,6 +316,8 @@ pub(crate) struct Manager {
     child: tokio::process::Child,
     pub(crate) pid: u32,
     pub(crate) url: String,
+    /// Its heap and mapped files, sampled while it runs.
+    memory: std::sync::Arc<procfs::PeakSampler>,
 }
 
 impl Manager {
@@ -352,10 +354,28 @@ impl Manager {
             cmd.env("_RJEM_MALLOC_CONF", conf);
         }
         let (child, pid, url) = spawn_announced(cmd, "ready ", "the manager").await?;
-        if let Ok(mut m) = SAMPLERS.lock() {
-            m.insert(pid, procfs::PeakSampler::start(pid));
-        }
-        Ok(Manager { child, pid, url })
+        let memory = procfs::PeakSampler::start(pid);
+        Ok(Manager {
+            child,
+            pid,
+            url,
+            memory,
+        })
+    }
+
+    /// Its resident memory now and its peak so far: printed at each phase's end, they say in
+    /// which phase the peak the `scale:` line reports was reached, and the sampled peaks of its
+    /// heap and of its mapped files say in what.
+    fn memory(&self) -> String {
+        let mib = |b: u64| b as f64 / MIB;
+        let (anon, file) = self.memory.peaks();
+        format!(
+            "manager rss {:.0} MiB (peak so far {:.0} MiB; sampled: anon {:.0}, file {:.0} MiB)",
+            mib(procfs::rss_bytes_pid(self.pid).unwrap_or(0)),
+            mib(procfs::hwm_bytes_pid(self.pid).unwrap_or(0)),
+            mib(anon),
+            mib(file)
+        )
     }
 
     pub(crate) async fn stop(mut self) {
@@ -481,35 +501,6 @@ async fn agents_ended(agents: &mut [tokio::task::JoinHandle<()>]) -> String {
     format!("{} agent tasks ended: {}", ended.len(), ended.join("; "))
 }
 
-/// The memory sampler of each manager process started, by pid.
-static SAMPLERS: std::sync::LazyLock<
-    std::sync::Mutex<HashMap<u32, std::sync::Arc<procfs::PeakSampler>>>,
-> = std::sync::LazyLock::new(Default::default);
-
-/// The manager's resident memory now and its peak so far: printed at each phase's end, they
-/// say in which phase the peak the `scale:` line reports was reached, and the sampled peaks of
-/// its heap and of its mapped files say in what.
-fn manager_memory(pid: u32) -> String {
-    let mib = |b: Option<u64>| b.unwrap_or(0) as f64 / MIB;
-    let sampled = SAMPLERS
-        .lock()
-        .ok()
-        .and_then(|m| m.get(&pid).map(|s| s.peaks()))
-        .map(|(anon, file)| {
-            format!(
-                "; sampled: anon {:.0}, file {:.0} MiB",
-                mib(Some(anon)),
-                mib(Some(file))
-            )
-        })
-        .unwrap_or_default();
-    format!(
-        "manager rss {:.0} MiB (peak so far {:.0} MiB{sampled})",
-        mib(procfs::rss_bytes_pid(pid)),
-        mib(procfs::hwm_bytes_pid(pid))
-    )
-}
-
 /// Timing, writes and CPU of one phase.
 pub(crate) struct Phase {
     /// Writes by resource of the last report.
@@ -525,7 +516,7 @@ impl Phase {
     /// than from one more watch of their own.
     pub(crate) async fn start(
         admin: &Client,
-        pid: u32,
+        manager: &Manager,
         tracker: Option<&Tracker>,
     ) -> anyhow::Result<Phase> {
         let rev = revision(admin).await?;
@@ -533,7 +524,7 @@ impl Phase {
             by_resource: HashMap::new(),
             rev,
             writes: WriteCounter::start(admin, rev, tracker).await?,
-            manager_cpu: procfs::cpu_seconds_pid(pid),
+            manager_cpu: procfs::cpu_seconds_pid(manager.pid),
             own_cpu: procfs::cpu_seconds(),
         })
     }
@@ -543,16 +534,16 @@ impl Phase {
         &mut self,
         name: &str,
         admin: &Client,
-        pid: u32,
+        manager: &Manager,
         secs: f64,
     ) -> anyhow::Result<u64> {
         let to = revision(admin).await?;
         let writes = to.saturating_sub(self.rev);
         println!(
             "{name}: {secs:.2} s, {writes} writes to the manager, cpu: manager {:.1} s, agents+downstreams {:.1} s, {}",
-            procfs::cpu_seconds_pid(pid) - self.manager_cpu,
+            procfs::cpu_seconds_pid(manager.pid) - self.manager_cpu,
             procfs::cpu_seconds() - self.own_cpu,
-            manager_memory(pid),
+            manager.memory(),
         );
         self.by_resource = self.writes.print(name, to, writes).await;
         self.rev = to;
