@@ -71,18 +71,21 @@ pub struct PeakSampler {
 }
 
 impl PeakSampler {
-    /// Starts sampling `pid` (nothing is sampled where `/proc` has no such fields).
+    /// Starts sampling `pid` (nothing is sampled where `/proc` has no such fields). Sampling
+    /// stops when the returned sampler is dropped, so a later process given the same pid after
+    /// this one was reaped is never sampled in its name.
     pub fn start(pid: u32) -> std::sync::Arc<PeakSampler> {
         let sampler = std::sync::Arc::new(PeakSampler {
             anon: 0.into(),
             file: 0.into(),
         });
-        let s = sampler.clone();
+        let weak = std::sync::Arc::downgrade(&sampler);
         let spawned = std::thread::Builder::new()
             .name("bench-rss-sampler".into())
             .spawn(move || {
                 let path = format!("/proc/{pid}/status");
-                while let Ok(status) = std::fs::read_to_string(&path)
+                while let Some(s) = weak.upgrade()
+                    && let Ok(status) = std::fs::read_to_string(&path)
                     && let (Some(anon), Some(file)) = (
                         field_kib(&status, "RssAnon:"),
                         field_kib(&status, "RssFile:"),
@@ -92,6 +95,7 @@ impl PeakSampler {
                         .fetch_max(anon * 1024, std::sync::atomic::Ordering::Relaxed);
                     s.file
                         .fetch_max(file * 1024, std::sync::atomic::Ordering::Relaxed);
+                    drop(s);
                     std::thread::sleep(std::time::Duration::from_millis(200));
                 }
             });
