@@ -159,13 +159,14 @@ impl LiveCache {
         if !kc.synced.load(Ordering::Acquire) {
             return Seen::Unknown;
         }
+        // Decoded under the lock: no copy of the JSON to decode outside it.
         let o = kc
             .objects
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&(r.namespace.clone(), r.name.clone()))
-            .cloned();
-        match o.map(|o| o.value()) {
+            .map(Cached::value);
+        match o {
             Some(Some(v)) => Seen::Present(v),
             Some(None) => Seen::Unknown,
             None => Seen::Absent,
@@ -201,15 +202,16 @@ fn key_of(o: &Watched) -> (String, String) {
 }
 
 /// The object as the monitor reads it: JSON without `managedFields`, with its apiVersion and
-/// kind (which a watch event may not carry), in its compact encoding. None if it does not
-/// encode (a map with a non-string key cannot come from a watch; the monitor then asks the
-/// server).
-fn slim(o: Watched, api_version: &str, kind: &str) -> Option<Cached> {
+/// kind (which a watch event may not carry), in its compact encoding (kept decoded in the
+/// unexpected case that it does not encode).
+fn slim(o: Watched, api_version: &str, kind: &str) -> Cached {
     let mut v = o.object;
     v.insert("apiVersion".into(), Value::String(api_version.to_string()));
     v.insert("kind".into(), Value::String(kind.to_string()));
-    let json = serde_json::to_vec(&v).ok()?;
-    Some(Cached::Json(json.into_boxed_slice()))
+    match serde_json::to_vec(&v) {
+        Ok(json) => Cached::Json(json.into_boxed_slice()),
+        Err(_) => Cached::Value(Arc::new(Value::Object(v))),
+    }
 }
 
 /// An object as a drift watch decodes it: straight into the JSON the cache keeps, its
@@ -376,11 +378,8 @@ impl DriftWatches {
                         }
                         Ok(watcher::Event::InitApply(o)) => {
                             let k = key_of(&o);
-                            let relist = relist.get_or_insert_with(HashMap::new);
-                            match slim(o, &api_version, &kind_name) {
-                                Some(v) => relist.insert(k.clone(), v),
-                                None => relist.remove(&k),
-                            };
+                            let v = slim(o, &api_version, &kind_name);
+                            relist.get_or_insert_with(HashMap::new).insert(k.clone(), v);
                             if initial {
                                 continue;
                             }
@@ -399,12 +398,10 @@ impl DriftWatches {
                             let k = key_of(&o);
                             let rv = o.meta.resource_version.clone();
                             let v = slim(o, &api_version, &kind_name);
-                            let mut objects = kc.objects.lock().unwrap_or_else(|e| e.into_inner());
-                            match v {
-                                Some(v) => objects.insert(k.clone(), v),
-                                None => objects.remove(&k),
-                            };
-                            drop(objects);
+                            kc.objects
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .insert(k.clone(), v);
                             (k, rv)
                         }
                         Ok(watcher::Event::Delete(o)) => {
@@ -476,7 +473,7 @@ mod tests {
             kube::ResourceExt::resource_version(&o).as_deref(),
             Some("7")
         );
-        let cached = slim(o, "v1", "ConfigMap").unwrap();
+        let cached = slim(o, "v1", "ConfigMap");
         assert!(matches!(cached, Cached::Json(_)), "kept as JSON");
         assert_eq!(
             *cached.value().unwrap(),
