@@ -22,7 +22,7 @@ use crate::deploy::{self, DeployError, Target};
 use crate::drift::DriftWatches;
 use crate::monitor;
 use crate::objects::{Downstream, ObjRef};
-use crate::release;
+use crate::release::{self, Record};
 use crate::watched_bd::WatchedBd;
 
 /// How long a BundleDeployment waits before its dependencies are checked again (they are also
@@ -221,11 +221,14 @@ impl Agent {
 
         // After a deploy: the server's answers to its applies, and the objects applied.
         let mut just_applied: Option<Vec<Value>> = None;
-        let mut deployed_objects: Option<crate::release::Objects> = None;
+        let desired: Vec<Value>;
         // The release record's when no deploy ran (most checks), else the deploy's.
         let objects: &[Value] = if up_to_date {
             self.waiting.remove(name);
-            current.as_ref().map_or(&[][..], |r| r.manifest_objects())
+            desired = current
+                .as_ref()
+                .map_or_else(Vec::new, Record::manifest_objects);
+            &desired
         } else {
             if self.failed.get(name) == Some(&bd.spec.deployment_id) {
                 return Ok(());
@@ -281,10 +284,8 @@ impl Agent {
                     );
                     namespace_metadata(&self.ds, &rel_ns, &bd).await?;
                     just_applied = Some(d.live);
-                    deployed_objects
-                        .insert(d.objects)
-                        .get()
-                        .map_or(&[][..], Vec::as_slice)
+                    desired = d.objects;
+                    &desired
                 }
                 Err(e) if e.is_manifest_error() => {
                     tracing::warn!(bundledeployment = name, "deploy failed: {e}");
@@ -313,13 +314,16 @@ impl Agent {
 
         // The release before the current one (the history is oldest first and was read before
         // any deploy above, so after a deploy its newest record is the previous release).
-        let previous: &[Value] = {
+        let previous_objects = {
             let mut deployed = history.iter().rev().filter(|r| r.status() != "failed");
             if up_to_date {
                 deployed.next();
             }
-            deployed.next().map_or(&[][..], |r| r.manifest_objects())
+            deployed
+                .next()
+                .map_or_else(Vec::new, Record::manifest_objects)
         };
+        let previous: &[Value] = &previous_objects;
         // The previous release's objects are watched too: one coming back is reported extra.
         let refs: Vec<ObjRef> = objects
             .iter()

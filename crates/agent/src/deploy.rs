@@ -249,9 +249,9 @@ pub struct Target<'a> {
 pub struct Deployed {
     /// `namespace/name:version`, the BD status `release` field.
     pub release: String,
-    /// The objects as applied (namespace and ownership metadata set), shared with the
-    /// release record that lists them.
-    pub objects: release::Objects,
+    /// The objects as applied (namespace and ownership metadata set), as the release record
+    /// that lists them holds them.
+    pub objects: Vec<Value>,
     /// The server's answers to those applies: the live objects right after the deploy, so the
     /// first status check needs no GET per object.
     pub live: Vec<Value>,
@@ -399,7 +399,7 @@ pub async fn deploy(
     // Prune: what the last release had and this one does not, if it is still ours.
     let keep: BTreeSet<ObjRef> = applied.iter().filter_map(ObjRef::of).collect();
     if let Some(last) = previous.last() {
-        for o in last.manifest_objects() {
+        for o in &last.manifest_objects() {
             let Some(r) = ObjRef::of(o) else { continue };
             if keep.contains(&r) || keep_policy(o) {
                 continue;
@@ -426,7 +426,6 @@ pub async fn deploy(
         max_history: helm.max_history,
         service_account: &opts.service_account,
     };
-    let applied: release::Objects = std::sync::Arc::new(std::sync::OnceLock::from(applied));
     let version = release::store(&ds.client, t.releases, &new, &applied, previous).await?;
     Ok(Deployed {
         release: format!("{rel_ns}/{rel_name}:{version}"),
@@ -653,8 +652,8 @@ pub async fn uninstall(
     for ((ns, name), recs) in records {
         if !keep_resources && let Some(last) = recs.last() {
             // Reverse order: custom resources before their CRDs, namespaces last.
-            let mut objs: Vec<(ObjRef, &Value)> = last
-                .manifest_objects()
+            let manifest = last.manifest_objects();
+            let mut objs: Vec<(ObjRef, &Value)> = manifest
                 .iter()
                 .filter_map(|o| ObjRef::of(o).map(|r| (r, o)))
                 .collect();
