@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::objects::{Downstream, ObjRef};
 use crate::release::{self, NewRelease, Record};
+use fleet_patch::json::ReadPointer as _;
 
 /// Helm's label marking objects it manages.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
@@ -182,7 +183,7 @@ pub fn owner_of(live: &Value) -> (String, String) {
 }
 
 fn keep_policy(o: &Value) -> bool {
-    o.pointer("/metadata/annotations")
+    o.at("/metadata/annotations")
         .and_then(|m| m.get(RESOURCE_POLICY_ANNOTATION))
         .and_then(Value::as_str)
         == Some("keep")
@@ -336,9 +337,7 @@ pub async fn deploy(
             .to_string();
         let what = format!(
             "{kind_name} {}",
-            o.pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
+            o.at("/metadata/name").and_then(Value::as_str).unwrap_or("")
         );
         let kind = resolve(ds, &api_version, &kind_name)
             .await

@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::objects::{Downstream, ObjRef};
+use fleet_patch::json::ReadPointer as _;
 
 /// Which BundleDeployment owns each deployed object (shared with the watch tasks).
 pub type Owners = Arc<Mutex<Ownership>>;
@@ -310,10 +311,7 @@ impl DriftWatches {
     pub fn apply_recorder(&self) -> impl Fn(&ObjRef, &Value) + Send + Sync + use<> {
         let owners = self.owners.clone();
         move |r: &ObjRef, live: &Value| {
-            let Some(rv) = live
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-            else {
+            let Some(rv) = live.at("/metadata/resourceVersion").and_then(Value::as_str) else {
                 return;
             };
             owners

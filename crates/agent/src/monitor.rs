@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::deploy::owner_of;
 use crate::drift::{LiveCache, Seen};
 use crate::objects::{Downstream, ObjRef};
+use fleet_patch::json::ReadPointer as _;
 
 /// Lists in status are truncated to this many entries (`incompleteState` says so).
 pub const MAX_LISTED: usize = 10;
@@ -83,7 +84,7 @@ pub async fn observe(
             continue;
         };
         let created_at = live
-            .pointer("/metadata/creationTimestamp")
+            .at("/metadata/creationTimestamp")
             .and_then(|t| serde_json::from_value::<Time>(t.clone()).ok());
         ob.resources.push(BundleDeploymentResource {
             kind: r.kind.clone(),
@@ -108,7 +109,7 @@ pub async fn observe(
             ob.counts.not_ready += 1;
             ob.non_ready.push(NonReadyStatus {
                 uid: live
-                    .pointer("/metadata/uid")
+                    .at("/metadata/uid")
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string(),

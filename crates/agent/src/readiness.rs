@@ -6,14 +6,15 @@
 use std::collections::BTreeMap;
 
 use fleet_api::Summary;
+use fleet_patch::json::ReadPointer as _;
 use serde_json::Value;
 
 fn i(o: &Value, p: &str) -> i64 {
-    o.pointer(p).and_then(Value::as_i64).unwrap_or(0)
+    o.at(p).and_then(Value::as_i64).unwrap_or(0)
 }
 
 fn conditions<'a>(o: &'a Value, ignore: &[BTreeMap<String, String>]) -> Vec<&'a Value> {
-    o.pointer("/status/conditions")
+    o.at("/status/conditions")
         .and_then(Value::as_array)
         .map(|cs| {
             cs.iter()
@@ -70,8 +71,8 @@ pub fn not_ready(o: &Value, ignore: &[BTreeMap<String, String>]) -> Option<Summa
     let api_version = o.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let cs = conditions(o, ignore);
     let stale = i(o, "/metadata/generation") > i(o, "/status/observedGeneration")
-        && o.pointer("/status/observedGeneration").is_some();
-    let want = |p: &str| o.pointer(p).and_then(Value::as_i64).unwrap_or(1);
+        && o.at("/status/observedGeneration").is_some();
+    let want = |p: &str| o.at(p).and_then(Value::as_i64).unwrap_or(1);
     match (api_version, kind) {
         ("apps/v1", "Deployment") => {
             if cond_status(&cs, "Progressing").as_deref() == Some("False") {
@@ -111,7 +112,7 @@ pub fn not_ready(o: &Value, ignore: &[BTreeMap<String, String>]) -> Option<Summa
         ("apps/v1", "DaemonSet") => {
             let desired = i(o, "/status/desiredNumberScheduled");
             if stale
-                || o.pointer("/status/desiredNumberScheduled").is_none()
+                || o.at("/status/desiredNumberScheduled").is_none()
                 || i(o, "/status/numberReady") < desired
                 || i(o, "/status/updatedNumberScheduled") < desired
             {
@@ -144,7 +145,7 @@ pub fn not_ready(o: &Value, ignore: &[BTreeMap<String, String>]) -> Option<Summa
             None
         }
         ("v1", "Pod") => {
-            let phase = o.pointer("/status/phase").and_then(Value::as_str);
+            let phase = o.at("/status/phase").and_then(Value::as_str);
             match phase {
                 Some("Succeeded") => None,
                 Some("Failed") => error(vec![format!("Pod phase is Failed")]),
@@ -153,7 +154,7 @@ pub fn not_ready(o: &Value, ignore: &[BTreeMap<String, String>]) -> Option<Summa
             }
         }
         ("v1", "PersistentVolumeClaim") => {
-            if o.pointer("/status/phase").and_then(Value::as_str) == Some("Bound") {
+            if o.at("/status/phase").and_then(Value::as_str) == Some("Bound") {
                 None
             } else {
                 Some(Summary {
@@ -164,9 +165,9 @@ pub fn not_ready(o: &Value, ignore: &[BTreeMap<String, String>]) -> Option<Summa
             }
         }
         ("v1", "Service") => {
-            let lb = o.pointer("/spec/type").and_then(Value::as_str) == Some("LoadBalancer");
+            let lb = o.at("/spec/type").and_then(Value::as_str) == Some("LoadBalancer");
             let has_ingress = o
-                .pointer("/status/loadBalancer/ingress")
+                .at("/status/loadBalancer/ingress")
                 .and_then(Value::as_array)
                 .is_some_and(|a| !a.is_empty());
             if lb && !has_ingress {

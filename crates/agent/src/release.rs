@@ -15,6 +15,7 @@ use kube::{Api, Resource};
 use serde_json::{Value, json};
 
 use crate::objects::ObjRef;
+use fleet_patch::json::ReadPointer as _;
 
 /// Helm's Secret type for release records.
 pub const SECRET_TYPE: &str = "helm.sh/release.v1";
@@ -98,7 +99,7 @@ impl Record {
             status: info_str("status").unwrap_or("").into(),
             first_deployed: info_str("first_deployed").map(Into::into),
             keep_resources: release
-                .pointer("/chart/metadata/annotations/fleet.cattle.io~1keep-resources")
+                .at("/chart/metadata/annotations/fleet.cattle.io~1keep-resources")
                 .and_then(Value::as_str)
                 == Some("true"),
             data,

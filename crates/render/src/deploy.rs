@@ -20,6 +20,7 @@ use crate::helm::chart::{File as ChartFile, Metadata};
 use crate::kustomize::KustomizeError;
 use crate::kustomize::yamlin::{self, Schema};
 use crate::rawyaml::{self, RawYamlChart, RawYamlError};
+use fleet_patch::json::ReadPointer as _;
 
 /// Kubernetes version upstream's helmdeployer renders for in template mode (`fleet test`),
 /// where no cluster is there to ask.
@@ -418,7 +419,7 @@ fn apply_objectset(objs: &mut [Value], bundle_id: &str, opts: &BundleDeploymentO
 
 /// Whether a rendered object is a Helm hook (not part of the release manifest).
 fn is_hook(o: &Value) -> bool {
-    o.pointer("/metadata/annotations")
+    o.at("/metadata/annotations")
         .and_then(Value::as_object)
         .is_some_and(|a| a.contains_key("helm.sh/hook"))
 }

@@ -27,6 +27,7 @@ use crate::state::ApiServer;
 use crate::storage::errors::ApiResult;
 use crate::storage::registry::{ResourceInfo, split_key};
 use crate::storage::store::{EventKind, Obj, Rev};
+use fleet_patch::json::ReadPointer as _;
 
 /// The field manager of every status write the simulator makes.
 pub const FIELD_MANAGER: &str = "fleet-simulator";
@@ -353,7 +354,7 @@ async fn write_status(
 /// The status `obj` should have, when it differs from the one it has. Objects being deleted
 /// keep theirs.
 fn desired_status(kind: Kind, obj: &Value) -> Option<Value> {
-    if obj.pointer("/metadata/deletionTimestamp").is_some() {
+    if obj.at("/metadata/deletionTimestamp").is_some() {
         return None;
     }
     let current = obj.get("status").cloned().unwrap_or_else(|| json!({}));
@@ -371,20 +372,20 @@ fn desired_status(kind: Kind, obj: &Value) -> Option<Value> {
 }
 
 fn generation(obj: &Value) -> i64 {
-    obj.pointer("/metadata/generation")
+    obj.at("/metadata/generation")
         .and_then(Value::as_i64)
         .unwrap_or(1)
 }
 
 fn name(obj: &Value) -> &str {
-    obj.pointer("/metadata/name")
+    obj.at("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
 /// `spec.replicas`, defaulted to 1 as kube-apiserver defaults it.
 fn replicas(obj: &Value) -> i64 {
-    obj.pointer("/spec/replicas")
+    obj.at("/spec/replicas")
         .and_then(Value::as_i64)
         .unwrap_or(1)
         .max(0)
@@ -400,7 +401,7 @@ fn put_count(m: &mut Map<String, Value>, key: &str, n: i64) {
 /// A stable name suffix for a pod template, in the alphabet kube uses for its hashes (kube
 /// hashes the Go struct; this hashes the JSON, so the suffixes differ from a real cluster's).
 fn template_hash(obj: &Value) -> String {
-    let template = obj.pointer("/spec/template").unwrap_or(&Value::Null);
+    let template = obj.at("/spec/template").unwrap_or(&Value::Null);
     let bytes = serde_json::to_vec(template).unwrap_or_default();
     // FNV-1a, 32 bits, as kube's ComputeHash.
     let mut h: u32 = 0x811c_9dc5;
@@ -544,11 +545,11 @@ fn daemon_set(obj: &Value) -> Value {
 
 /// A Job runs to completion at once; a suspended Job is left alone (`None`).
 fn job(obj: &Value, current: &Value) -> Option<Value> {
-    if obj.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
+    if obj.at("/spec/suspend").and_then(Value::as_bool) == Some(true) {
         return None;
     }
     let completions = obj
-        .pointer("/spec/completions")
+        .at("/spec/completions")
         .and_then(Value::as_i64)
         .unwrap_or(1)
         .max(0);
@@ -581,7 +582,7 @@ fn job(obj: &Value, current: &Value) -> Option<Value> {
     s.insert("startTime".into(), start);
     s.insert("completionTime".into(), end);
     put_count(&mut s, "succeeded", completions);
-    let indexed = obj.pointer("/spec/completionMode").and_then(Value::as_str) == Some("Indexed");
+    let indexed = obj.at("/spec/completionMode").and_then(Value::as_str) == Some("Indexed");
     if indexed && completions > 0 {
         let indexes = if completions == 1 {
             "0".to_string()
@@ -599,7 +600,7 @@ fn job(obj: &Value, current: &Value) -> Option<Value> {
 /// A pod address for `uid`, stable across restarts (10.244.0.0/16, as kind's pod network).
 fn pod_ip(obj: &Value) -> String {
     let uid = obj
-        .pointer("/metadata/uid")
+        .at("/metadata/uid")
         .and_then(Value::as_str)
         .unwrap_or("");
     let mut h: u32 = 0x811c_9dc5;
@@ -616,7 +617,7 @@ fn pod(obj: &Value, current: &Value) -> Value {
     let start = current.get("startTime").cloned().unwrap_or_else(now);
     let statuses = |field: &str, list: &str, init: bool| -> Vec<Value> {
         let old = current.get(field).and_then(Value::as_array);
-        obj.pointer(&format!("/spec/{list}"))
+        obj.at(&format!("/spec/{list}"))
             .and_then(Value::as_array)
             .map(|cs| {
                 cs.iter()
@@ -631,14 +632,14 @@ fn pod(obj: &Value, current: &Value) -> Value {
                         });
                         let started = prev
                             .and_then(|p| {
-                                p.pointer("/state/running/startedAt")
-                                    .or_else(|| p.pointer("/state/terminated/startedAt"))
+                                p.at("/state/running/startedAt")
+                                    .or_else(|| p.at("/state/terminated/startedAt"))
                             })
                             .cloned()
                             .unwrap_or_else(now);
                         let state = if init {
                             let finished = prev
-                                .and_then(|p| p.pointer("/state/terminated/finishedAt"))
+                                .and_then(|p| p.at("/state/terminated/finishedAt"))
                                 .cloned()
                                 .unwrap_or_else(|| started.clone());
                             json!({"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": finished}})
@@ -702,10 +703,10 @@ fn pod(obj: &Value, current: &Value) -> Value {
 fn claim(obj: &Value, _current: &Value) -> Value {
     let mut s = Map::new();
     s.insert("phase".into(), json!("Bound"));
-    if let Some(modes) = obj.pointer("/spec/accessModes") {
+    if let Some(modes) = obj.at("/spec/accessModes") {
         s.insert("accessModes".into(), modes.clone());
     }
-    if let Some(size) = obj.pointer("/spec/resources/requests/storage") {
+    if let Some(size) = obj.at("/spec/resources/requests/storage") {
         s.insert("capacity".into(), json!({ "storage": size }));
     }
     Value::Object(s)
@@ -714,7 +715,7 @@ fn claim(obj: &Value, _current: &Value) -> Value {
 /// A LoadBalancer Service gets an ingress address; a Service that stopped being one loses it;
 /// other Services are left alone (`None`).
 fn service(obj: &Value, current: &Value) -> Option<Value> {
-    let lb = obj.pointer("/spec/type").and_then(Value::as_str) == Some("LoadBalancer");
+    let lb = obj.at("/spec/type").and_then(Value::as_str) == Some("LoadBalancer");
     if lb {
         let mut s = current.as_object().cloned().unwrap_or_default();
         s.insert(
@@ -723,7 +724,7 @@ fn service(obj: &Value, current: &Value) -> Option<Value> {
         );
         return Some(Value::Object(s));
     }
-    current.pointer("/loadBalancer/ingress")?;
+    current.at("/loadBalancer/ingress")?;
     let mut s = current.as_object().cloned().unwrap_or_default();
     s.insert("loadBalancer".into(), json!({}));
     Some(Value::Object(s))

@@ -230,13 +230,27 @@ pub struct Capabilities {
 impl Capabilities {
     /// Helm's client-only capabilities: its default list plus `extra` API versions.
     pub fn new(kube_version: KubeVersion, extra: &[String]) -> Capabilities {
-        let mut v: Vec<String> = DEFAULT_API_VERSIONS.iter().map(|x| x.to_string()).collect();
-        v.extend(extra.iter().cloned());
+        // Helm's list alone is built once per process: an agent renders every bundle it
+        // deploys, and this list is most of what a small bundle's render allocates.
+        static DEFAULTS: std::sync::LazyLock<Arc<VersionSet>> =
+            std::sync::LazyLock::new(|| Arc::new(VersionSet(default_api_versions())));
+        let api_versions = if extra.is_empty() {
+            DEFAULTS.clone()
+        } else {
+            let mut v = default_api_versions();
+            v.extend(extra.iter().cloned());
+            Arc::new(VersionSet(v))
+        };
         Capabilities {
             kube_version: Arc::new(kube_version),
-            api_versions: Arc::new(VersionSet(v)),
+            api_versions,
         }
     }
+}
+
+/// [`DEFAULT_API_VERSIONS`] as owned strings.
+fn default_api_versions() -> Vec<String> {
+    DEFAULT_API_VERSIONS.iter().map(|x| x.to_string()).collect()
 }
 
 impl Object for Capabilities {
