@@ -55,7 +55,8 @@ pub struct Agent {
     releases: release::ReleaseCache,
     accounts: crate::accounts::Accounts,
     namespaces: deploy::KnownNamespaces,
-    bds: BTreeMap<String, BundleDeployment>,
+    /// Shared with the check running on one: a check takes no copy of its BundleDeployment.
+    bds: BTreeMap<String, Arc<BundleDeployment>>,
     /// Generation last reconciled per BD (status-only events do not reconcile again).
     reconciled: HashMap<String, Option<i64>>,
     /// deploymentIDs whose deploy failed with a manifest error (not retried until they change).
@@ -91,14 +92,16 @@ impl Agent {
         Api::namespaced(self.up.client.clone(), &self.up.deployment_namespace)
     }
 
-    /// Patches the status when (and only when) it differs from what the BD holds.
+    /// Patches the status when (and only when) it differs from what the BD holds. Takes the
+    /// check's handle on the BD, so that recording the status written copies nothing: the
+    /// BD is then held by the map alone.
     async fn write_status(
         &mut self,
-        bd: &BundleDeployment,
+        bd: Arc<BundleDeployment>,
         new: BundleDeploymentStatus,
     ) -> Result<(), kube::Error> {
         let mut new = new;
-        new.display = display_of(bd, &new);
+        new.display = display_of(&bd, &new);
         let unset = BundleDeploymentStatus::default();
         let old = bd.status.as_ref().unwrap_or(&unset);
         if *old == new {
@@ -108,10 +111,13 @@ impl Agent {
         let (Ok(old_v), Ok(new_v)) = (serde_json::to_value(old), serde_json::to_value(&new)) else {
             return Ok(());
         };
-        let Some(patch) = merge_diff(&old_v, &new_v) else {
+        let Some(patch) = merge_diff(&old_v, new_v) else {
             return Ok(());
         };
         let name = bd.metadata.name.clone().unwrap_or_default();
+        drop(bd);
+        let mut body = Map::new();
+        body.insert("status".into(), patch);
         // The answer is not decoded: only this agent writes a BD's status, so the status now
         // stored is `new`, and the watch brings the whole object anyway.
         let req = kube::core::Request::new(<BundleDeployment as kube::Resource>::url_path(
@@ -122,12 +128,12 @@ impl Agent {
             "status",
             &name,
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": patch})),
+            &Patch::Merge(Value::Object(body)),
         )
         .map_err(kube::Error::BuildRequest)?;
         self.up.client.request_text(req).await?;
         if let Some(known) = self.bds.get_mut(&name) {
-            known.status = Some(new);
+            Arc::make_mut(known).status = Some(new);
         }
         Ok(())
     }
@@ -145,6 +151,7 @@ impl Agent {
             let matches: Vec<&BundleDeployment> = self
                 .bds
                 .values()
+                .map(Arc::as_ref)
                 .filter(|o| {
                     if !dep.name.is_empty() {
                         label(o, fleet_api::keys::BUNDLE_LABEL) == dep.name
@@ -236,7 +243,7 @@ impl Agent {
             if let Some(msg) = self.dependencies_pending(&bd) {
                 self.waiting.insert(name.to_string());
                 monitor::set_condition(&mut st.conditions, "Deployed", false, &msg);
-                self.write_status(&bd, st)
+                self.write_status(bd, st)
                     .await
                     .map_err(|e| crate::backoff::chain(&e))?;
                 self.requeue_after(name, DEPENDS_ON_REQUEUE);
@@ -294,7 +301,7 @@ impl Agent {
                     let msg = e.to_string();
                     monitor::set_condition(&mut st.conditions, "Deployed", false, &msg);
                     monitor::set_condition(&mut st.conditions, "Installed", false, &msg);
-                    self.write_status(&bd, st)
+                    self.write_status(bd, st)
                         .await
                         .map_err(|e| crate::backoff::chain(&e))?;
                     return Ok(());
@@ -304,7 +311,7 @@ impl Agent {
                     // valuesFrom ConfigMap, an account without the rights it needs ...).
                     let msg = e.to_string();
                     monitor::set_condition(&mut st.conditions, "Deployed", false, &msg);
-                    self.write_status(&bd, st)
+                    self.write_status(bd, st)
                         .await
                         .map_err(|e| crate::backoff::chain(&e))?;
                     return Err(msg);
@@ -411,7 +418,7 @@ impl Agent {
             send_after(&self.settled, name, STATUS_SETTLE);
             return Ok(());
         }
-        self.write_status(&bd, st)
+        self.write_status(bd, st)
             .await
             .map_err(|e| crate::backoff::chain(&e))?;
         self.held.remove(name);
@@ -524,7 +531,10 @@ async fn correct_drift(
 /// live in the options Secret named like the BD (keys `values` and `stagedValues`, JSON), and the
 /// Secret must match the BD's `valuesHash` (sha256 of both), else the BD is retried later, as
 /// upstream's agent does while the manager is still writing them.
-async fn with_values(up: &Upstream, mut bd: BundleDeployment) -> Result<BundleDeployment, String> {
+async fn with_values(
+    up: &Upstream,
+    bd: Arc<BundleDeployment>,
+) -> Result<Arc<BundleDeployment>, String> {
     if bd.spec.values_hash.is_empty() {
         return Ok(bd);
     }
@@ -553,6 +563,7 @@ async fn with_values(up: &Upstream, mut bd: BundleDeployment) -> Result<BundleDe
         serde_json::from_slice(b).map_err(|e| format!("options secret {name}: values: {e}"))
     };
     let (v, sv) = (parse(&values)?, parse(&staged)?);
+    let mut bd = Arc::unwrap_or_clone(bd);
     if let Some(v) = v {
         bd.spec
             .options
@@ -567,7 +578,7 @@ async fn with_values(up: &Upstream, mut bd: BundleDeployment) -> Result<BundleDe
             .get_or_insert_with(Default::default)
             .values = Some(v);
     }
-    Ok(bd)
+    Ok(Arc::new(bd))
 }
 
 fn deploy_error(e: DeployError) -> String {
@@ -644,32 +655,32 @@ async fn namespace_metadata(
 }
 
 /// JSON merge patch from `old` to `new` (None when equal): changed keys, and `null` for keys
-/// `new` no longer has.
-pub fn merge_diff(old: &Value, new: &Value) -> Option<Value> {
+/// `new` no longer has. `new`'s values move into the patch, uncopied.
+pub fn merge_diff(old: &Value, new: Value) -> Option<Value> {
     match (old, new) {
         (Value::Object(o), Value::Object(n)) => {
             let mut p = Map::new();
-            for (k, nv) in n {
-                match o.get(k) {
-                    Some(ov) => {
-                        if let Some(d) = merge_diff(ov, nv) {
-                            p.insert(k.clone(), d);
-                        }
-                    }
-                    None => {
-                        p.insert(k.clone(), nv.clone());
-                    }
-                }
-            }
             for k in o.keys() {
                 if !n.contains_key(k) {
                     p.insert(k.clone(), Value::Null);
                 }
             }
+            for (k, nv) in n {
+                match o.get(&k) {
+                    Some(ov) => {
+                        if let Some(d) = merge_diff(ov, nv) {
+                            p.insert(k, d);
+                        }
+                    }
+                    None => {
+                        p.insert(k, nv);
+                    }
+                }
+            }
             (!p.is_empty()).then_some(Value::Object(p))
         }
-        _ if old == new => None,
-        _ => Some(new.clone()),
+        (old, new) if *old == new => None,
+        (_, new) => Some(new),
     }
 }
 
@@ -694,17 +705,46 @@ fn display_of(
             })
             .unwrap_or_default()
     };
-    let with_status = BundleDeployment {
-        metadata: Default::default(),
-        spec: bd.spec.clone(),
-        status: Some(status.clone()),
-    };
     fleet_api::BundleDeploymentDisplay {
         deployed: message("Deployed"),
         monitored: message("Monitored"),
-        state: fleet_targeting::status::deployment_state(&with_status)
+        state: fleet_targeting::status::state_of(&WithStatus(bd, status))
             .as_str()
             .to_string(),
+    }
+}
+
+/// A BundleDeployment's spec with a status it does not hold yet, as the state derives from them.
+struct WithStatus<'a>(&'a BundleDeployment, &'a BundleDeploymentStatus);
+
+impl fleet_targeting::status::DeploymentFacts for WithStatus<'_> {
+    fn deployment_id(&self) -> &str {
+        &self.0.spec.deployment_id
+    }
+    fn staged_deployment_id(&self) -> &str {
+        &self.0.spec.staged_deployment_id
+    }
+    fn applied_deployment_id(&self) -> &str {
+        &self.1.applied_deployment_id
+    }
+    fn ready(&self) -> bool {
+        self.1.ready
+    }
+    fn non_modified(&self) -> bool {
+        self.1.non_modified
+    }
+    fn deployed_false(&self) -> bool {
+        self.1
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Deployed" && c.status == "False")
+    }
+    fn condition_message(&self, type_: &str) -> &str {
+        self.1
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .map_or("", |c| c.message.as_str())
     }
 }
 
@@ -876,9 +916,9 @@ mod tests {
         let old = json!({"ready": true, "conditions": [1], "display": {"state": "x"}});
         let new = json!({"conditions": [1], "display": {"state": "x"}, "release": "r"});
         assert_eq!(
-            merge_diff(&old, &new),
+            merge_diff(&old, new.clone()),
             Some(json!({"ready": null, "release": "r"}))
         );
-        assert_eq!(merge_diff(&new, &new), None);
+        assert_eq!(merge_diff(&new, new.clone()), None);
     }
 }

@@ -22,8 +22,10 @@ use tokio::sync::Notify;
 use crate::backoff::Backoff;
 use crate::watched_bd::WatchedBd;
 
-/// What the watch hands the deploy loop: an event, or an error for it to log.
-pub type BdEvent = Result<watcher::Event<BundleDeployment>, watcher::Error>;
+/// What the watch hands the deploy loop: an event, or an error for it to log. A
+/// BundleDeployment is 2 KB inline: behind an `Arc` it is never copied as it moves through the
+/// queue into the loop's map, and the loop's checks share it instead of cloning it.
+pub type BdEvent = Result<watcher::Event<Arc<BundleDeployment>>, watcher::Error>;
 
 /// Lists after the first, of every followed watch in this process.
 static RELISTS: AtomicU64 = AtomicU64::new(0);
@@ -88,8 +90,8 @@ impl BdEvents {
                 let mut q = self.inbox.queue();
                 if let Some(ev) = q.events.pop_front() {
                     if q.events.is_empty() {
-                        // A BundleDeployment is kilobytes inline: the slots the first list's
-                        // burst grew (16 for 10 BDs, 32 KiB) were held by every agent at rest.
+                        // The slots the first list's burst grew are not held by every agent
+                        // at rest.
                         q.events = VecDeque::new();
                     }
                     return Some(ev);
@@ -125,9 +127,9 @@ pub fn follow(api: Api<WatchedBd>, timeout_secs: u32) -> BdEvents {
         async move {
             let mut events = watcher(api, watcher::Config::default().timeout(timeout_secs))
                 .map_ok(|ev| match ev {
-                    watcher::Event::Apply(w) => watcher::Event::Apply(w.0),
-                    watcher::Event::InitApply(w) => watcher::Event::InitApply(w.0),
-                    watcher::Event::Delete(w) => watcher::Event::Delete(w.0),
+                    watcher::Event::Apply(w) => watcher::Event::Apply(Arc::new(w.0)),
+                    watcher::Event::InitApply(w) => watcher::Event::InitApply(Arc::new(w.0)),
+                    watcher::Event::Delete(w) => watcher::Event::Delete(Arc::new(w.0)),
                     watcher::Event::Init => watcher::Event::Init,
                     watcher::Event::InitDone => watcher::Event::InitDone,
                 })
@@ -186,6 +188,7 @@ fn coalesce(queue: &mut VecDeque<BdEvent>, ev: BdEvent) {
 
 #[cfg(test)]
 mod tests {
+    use std::borrow::Borrow;
     use std::collections::VecDeque;
     use std::time::Instant;
 
@@ -216,7 +219,9 @@ mod tests {
     }
 
     /// What an event says, short: `init`, `initdone`, `apply a=<label>`, `error 410`, ...
-    fn describe(ev: &BdEvent) -> String {
+    fn describe<B: Borrow<BundleDeployment>>(
+        ev: &Result<watcher::Event<B>, watcher::Error>,
+    ) -> String {
         let applied = |bd: &BundleDeployment| {
             let label = bd.metadata.labels.as_ref().and_then(|l| l.get("round"));
             format!(
@@ -228,17 +233,20 @@ mod tests {
         };
         match ev {
             Ok(watcher::Event::Init) => "init".into(),
-            Ok(watcher::Event::InitApply(bd)) => format!("initapply {}", applied(bd)),
+            Ok(watcher::Event::InitApply(bd)) => format!("initapply {}", applied(bd.borrow())),
             Ok(watcher::Event::InitDone) => "initdone".into(),
-            Ok(watcher::Event::Apply(bd)) => format!("apply {}", applied(bd)),
-            Ok(watcher::Event::Delete(bd)) => format!("delete {}", applied(bd)),
+            Ok(watcher::Event::Apply(bd)) => format!("apply {}", applied(bd.borrow())),
+            Ok(watcher::Event::Delete(bd)) => format!("delete {}", applied(bd.borrow())),
             Err(watcher::Error::WatchError(st)) => format!("error {}", st.code),
             Err(e) => format!("error {e}"),
         }
     }
 
     /// Reads `events` until one is described as `want` (see [`describe`]); returns what it read.
-    async fn until(events: &mut (impl Stream<Item = BdEvent> + Unpin), want: &str) -> Vec<String> {
+    async fn until<B: Borrow<BundleDeployment>>(
+        events: &mut (impl Stream<Item = Result<watcher::Event<B>, watcher::Error>> + Unpin),
+        want: &str,
+    ) -> Vec<String> {
         let mut seen = Vec::new();
         let read = async {
             while let Some(ev) = events.next().await {
@@ -277,12 +285,12 @@ mod tests {
             .expect("creating the CRD");
     }
 
-    fn bd(name: &str, round: &str) -> BundleDeployment {
-        create(json!({
+    fn bd(name: &str, round: &str) -> Arc<BundleDeployment> {
+        Arc::new(create(json!({
             "apiVersion": "fleet.cattle.io/v1alpha1", "kind": "BundleDeployment",
             "metadata": {"name": name, "namespace": NS, "labels": {"round": round}},
             "spec": {"deploymentID": "s-1:1"},
-        }))
+        })))
     }
 
     fn queued(events: &[BdEvent]) -> Vec<String> {
