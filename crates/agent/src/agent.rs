@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use fleet_api::state::BundleState;
 use fleet_api::{BundleDeployment, BundleDeploymentStatus};
+use fleet_targeting::status::SpecStatus;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::watcher;
@@ -708,43 +709,9 @@ fn display_of(
     fleet_api::BundleDeploymentDisplay {
         deployed: message("Deployed"),
         monitored: message("Monitored"),
-        state: fleet_targeting::status::state_of(&WithStatus(bd, status))
+        state: fleet_targeting::status::state_of(&SpecStatus(&bd.spec, Some(status)))
             .as_str()
             .to_string(),
-    }
-}
-
-/// A BundleDeployment's spec with a status it does not hold yet, as the state derives from them.
-struct WithStatus<'a>(&'a BundleDeployment, &'a BundleDeploymentStatus);
-
-impl fleet_targeting::status::DeploymentFacts for WithStatus<'_> {
-    fn deployment_id(&self) -> &str {
-        &self.0.spec.deployment_id
-    }
-    fn staged_deployment_id(&self) -> &str {
-        &self.0.spec.staged_deployment_id
-    }
-    fn applied_deployment_id(&self) -> &str {
-        &self.1.applied_deployment_id
-    }
-    fn ready(&self) -> bool {
-        self.1.ready
-    }
-    fn non_modified(&self) -> bool {
-        self.1.non_modified
-    }
-    fn deployed_false(&self) -> bool {
-        self.1
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Deployed" && c.status == "False")
-    }
-    fn condition_message(&self, type_: &str) -> &str {
-        self.1
-            .conditions
-            .iter()
-            .find(|c| c.type_ == type_)
-            .map_or("", |c| c.message.as_str())
     }
 }
 

@@ -90,8 +90,8 @@ impl BdEvents {
                 let mut q = self.inbox.queue();
                 if let Some(ev) = q.events.pop_front() {
                     if q.events.is_empty() {
-                        // The slots the first list's burst grew are not held by every agent
-                        // at rest.
+                        // Let go of the slots a list's burst grew: an agent at rest holds
+                        // no queue.
                         q.events = VecDeque::new();
                     }
                     return Some(ev);

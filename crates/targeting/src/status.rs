@@ -3,7 +3,8 @@
 
 use fleet_api::state::BundleState;
 use fleet_api::{
-    BundleDeployment, BundleSummary, Condition, ModifiedStatus, NonReadyResource, NonReadyStatus,
+    BundleDeployment, BundleDeploymentSpec, BundleDeploymentStatus, BundleSummary, Condition,
+    ModifiedStatus, NonReadyResource, NonReadyStatus,
 };
 
 /// What a deployment's state and message are computed from: the IDs of its spec and the parts
@@ -26,6 +27,58 @@ pub trait DeploymentFacts {
     fn condition_message(&self, type_: &str) -> &str;
 }
 
+/// A spec with a status, held apart: the facts of a BundleDeployment whose status is not
+/// (or not yet) in the object, as the agent's next status write.
+pub struct SpecStatus<'a>(
+    pub &'a BundleDeploymentSpec,
+    pub Option<&'a BundleDeploymentStatus>,
+);
+
+impl<'a> SpecStatus<'a> {
+    /// `status.appliedDeploymentID`, borrowed from the status, not from `self`.
+    fn applied(&self) -> &'a str {
+        self.1.map_or("", |s| s.applied_deployment_id.as_str())
+    }
+
+    /// The message of the first condition of `type_`, borrowed from the status.
+    fn message(&self, type_: &str) -> &'a str {
+        self.1.map_or("", |s| cond_message(type_, &s.conditions))
+    }
+}
+
+impl DeploymentFacts for SpecStatus<'_> {
+    fn deployment_id(&self) -> &str {
+        &self.0.deployment_id
+    }
+    fn staged_deployment_id(&self) -> &str {
+        &self.0.staged_deployment_id
+    }
+    fn applied_deployment_id(&self) -> &str {
+        self.applied()
+    }
+    fn ready(&self) -> bool {
+        self.1.is_some_and(|s| s.ready)
+    }
+    fn non_modified(&self) -> bool {
+        self.1.is_some_and(|s| s.non_modified)
+    }
+    fn deployed_false(&self) -> bool {
+        self.1.is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Deployed" && c.status == "False")
+        })
+    }
+    fn condition_message(&self, type_: &str) -> &str {
+        self.message(type_)
+    }
+}
+
+/// A BundleDeployment's facts are those of its spec and status.
+fn facts(bd: &BundleDeployment) -> SpecStatus<'_> {
+    SpecStatus(&bd.spec, bd.status.as_ref())
+}
+
 impl DeploymentFacts for BundleDeployment {
     fn deployment_id(&self) -> &str {
         &self.spec.deployment_id
@@ -34,27 +87,19 @@ impl DeploymentFacts for BundleDeployment {
         &self.spec.staged_deployment_id
     }
     fn applied_deployment_id(&self) -> &str {
-        self.status
-            .as_ref()
-            .map_or("", |s| s.applied_deployment_id.as_str())
+        facts(self).applied()
     }
     fn ready(&self) -> bool {
-        self.status.as_ref().is_some_and(|s| s.ready)
+        facts(self).ready()
     }
     fn non_modified(&self) -> bool {
-        self.status.as_ref().is_some_and(|s| s.non_modified)
+        facts(self).non_modified()
     }
     fn deployed_false(&self) -> bool {
-        self.status.as_ref().is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.type_ == "Deployed" && c.status == "False")
-        })
+        facts(self).deployed_false()
     }
     fn condition_message(&self, type_: &str) -> &str {
-        self.status
-            .as_ref()
-            .map_or("", |s| cond_message(type_, &s.conditions))
+        facts(self).message(type_)
     }
 }
 
@@ -332,7 +377,12 @@ mod tests {
             v["apiVersion"] = json!("fleet.cattle.io/v1alpha1");
             v["kind"] = json!("BundleDeployment");
             v["metadata"] = json!({"name": "x"});
-            assert_eq!(deployment_state(&bd(v)).as_str(), want);
+            let b = bd(v);
+            assert_eq!(deployment_state(&b).as_str(), want);
+            // The same spec with the same status held apart: the same state and message.
+            let apart = SpecStatus(&b.spec, b.status.as_ref());
+            assert_eq!(state_of(&apart).as_str(), want);
+            assert_eq!(message_of(&apart), deployment_message(&b));
         }
     }
 
