@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use fleet_api::{BundleDeployment, BundleDeploymentOptions, BundleResource};
+use fleet_patch::json::ReadPointer as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::ListParams;
@@ -15,7 +16,6 @@ use serde_json::{Value, json};
 
 use crate::objects::{Downstream, ObjRef};
 use crate::release::{self, NewRelease, Record};
-use fleet_patch::json::ReadPointer as _;
 
 /// Helm's label marking objects it manages.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";

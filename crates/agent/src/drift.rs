@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fleet_patch::json::ReadPointer as _;
 use futures::StreamExt;
 use kube::Api;
 use kube::runtime::WatchStreamExt;
@@ -18,7 +19,6 @@ use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::objects::{Downstream, ObjRef};
-use fleet_patch::json::ReadPointer as _;
 
 /// Which BundleDeployment owns each deployed object (shared with the watch tasks).
 pub type Owners = Arc<Mutex<Ownership>>;

@@ -10,13 +10,13 @@ use fleet_api::{
     BundleDeploymentOptions, BundleDeploymentResource, BundleDeploymentStatus, Condition,
     ModifiedStatus, NonReadyStatus, ResourceCounts,
 };
+use fleet_patch::json::ReadPointer as _;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
 
 use crate::deploy::owner_of;
 use crate::drift::{LiveCache, Seen};
 use crate::objects::{Downstream, ObjRef};
-use fleet_patch::json::ReadPointer as _;
 
 /// Lists in status are truncated to this many entries (`incompleteState` says so).
 pub const MAX_LISTED: usize = 10;

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use base64::Engine;
+use fleet_patch::json::ReadPointer as _;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
@@ -15,7 +16,6 @@ use kube::{Api, Resource};
 use serde_json::{Value, json};
 
 use crate::objects::ObjRef;
-use fleet_patch::json::ReadPointer as _;
 
 /// Helm's Secret type for release records.
 pub const SECRET_TYPE: &str = "helm.sh/release.v1";

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use fleet_api::{BundleDeploymentOptions, BundleResource};
+use fleet_patch::json::ReadPointer as _;
 use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
 
@@ -20,7 +21,6 @@ use crate::helm::chart::{File as ChartFile, Metadata};
 use crate::kustomize::KustomizeError;
 use crate::kustomize::yamlin::{self, Schema};
 use crate::rawyaml::{self, RawYamlChart, RawYamlError};
-use fleet_patch::json::ReadPointer as _;
 
 /// Kubernetes version upstream's helmdeployer renders for in template mode (`fleet test`),
 /// where no cluster is there to ask.

@@ -19,6 +19,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
+use fleet_patch::json::ReadPointer as _;
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
@@ -27,7 +28,6 @@ use crate::state::ApiServer;
 use crate::storage::errors::ApiResult;
 use crate::storage::registry::{ResourceInfo, split_key};
 use crate::storage::store::{EventKind, Obj, Rev};
-use fleet_patch::json::ReadPointer as _;
 
 /// The field manager of every status write the simulator makes.
 pub const FIELD_MANAGER: &str = "fleet-simulator";
