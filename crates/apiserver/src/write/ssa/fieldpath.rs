@@ -271,12 +271,18 @@ impl Set {
 
     /// The `FieldsV1` JSON of this set.
     pub fn to_fields_v1(&self) -> Value {
-        let mut m = Map::new();
+        self.clone().into_fields_v1()
+    }
+
+    /// [`Set::to_fields_v1`] of a set no longer needed: its path elements become the keys as
+    /// they are (every write encodes at least one entry, and a create one of the whole object).
+    pub fn into_fields_v1(self) -> Value {
+        let mut m = Map::with_capacity(self.children.len() + 1);
         if self.member && !self.children.is_empty() {
             m.insert(".".into(), Value::Object(Map::new()));
         }
-        for (k, c) in &self.children {
-            m.insert(k.clone(), c.to_fields_v1());
+        for (k, c) in self.children {
+            m.insert(k, c.into_fields_v1());
         }
         Value::Object(m)
     }

@@ -88,13 +88,13 @@ impl Entry {
     /// The entry's JSON; `source` is the live `managedFields` list [`Entry::source`] indexes.
     /// With `owned` (a list equal to `source` that the caller discards) the kept `fieldsV1` is
     /// moved out of it instead of copied from `source`.
-    fn to_json(&self, source: Option<&[Value]>, owned: Option<&mut [Value]>) -> Value {
-        let mut m = Map::new();
-        m.insert("manager".into(), json!(self.manager));
+    fn into_json(self, source: Option<&[Value]>, owned: Option<&mut [Value]>) -> Value {
+        let mut m = Map::with_capacity(7);
+        m.insert("manager".into(), Value::String(self.manager));
         m.insert("operation".into(), json!(self.operation.as_str()));
-        m.insert("apiVersion".into(), json!(self.api_version));
-        if let Some(t) = &self.time {
-            m.insert("time".into(), json!(t));
+        m.insert("apiVersion".into(), Value::String(self.api_version));
+        if let Some(t) = self.time {
+            m.insert("time".into(), Value::String(t));
         }
         m.insert("fieldsType".into(), json!("FieldsV1"));
         let taken = self
@@ -108,12 +108,13 @@ impl Entry {
                 .and_then(|(i, list)| list.get(i)?.get("fieldsV1"))
                 .cloned()
         };
-        let fields = taken
-            .or_else(kept)
-            .unwrap_or_else(|| self.set.to_fields_v1());
+        let fields = match taken.or_else(kept) {
+            Some(f) => f,
+            None => self.set.into_fields_v1(),
+        };
         m.insert("fieldsV1".into(), fields);
         if !self.subresource.is_empty() {
-            m.insert("subresource".into(), json!(self.subresource));
+            m.insert("subresource".into(), Value::String(self.subresource));
         }
         Value::Object(m)
     }
@@ -255,7 +256,7 @@ fn cap_update_managers(entries: &mut Vec<Entry>) {
 /// (the entries a client sent back unchanged), kept encodings are moved out of it, not copied.
 fn set_managed(
     obj: &mut Value,
-    entries: &[Entry],
+    entries: Vec<Entry>,
     source: Option<&[Value]>,
     mut owned: Option<Vec<Value>>,
 ) {
@@ -273,8 +274,8 @@ fn set_managed(
             "managedFields".into(),
             Value::Array(
                 entries
-                    .iter()
-                    .map(|e| e.to_json(source, owned.as_deref_mut()))
+                    .into_iter()
+                    .map(|e| e.into_json(source, owned.as_deref_mut()))
                     .collect(),
             ),
         );
@@ -413,7 +414,7 @@ fn track_update_with(
         .as_ref()
         .is_some_and(|r| r.iter().all(|e| e.set.is_empty()))
     {
-        set_managed(&mut new, &[], None, None);
+        set_managed(&mut new, Vec::new(), None, None);
         return new;
     }
     // managedFields themselves are compared too (an atomic leaf, cheap) and then stripped, so
@@ -531,7 +532,7 @@ fn track_update_with(
     } else {
         None
     };
-    set_managed(&mut new, &entries, live_list, owned);
+    set_managed(&mut new, entries, live_list, owned);
     new
 }
 
@@ -791,7 +792,7 @@ pub fn apply(
     }
     entries.retain(|e| !e.set.is_empty());
     cap_update_managers(&mut entries);
-    set_managed(&mut result, &entries, None, None);
+    set_managed(&mut result, entries, None, None);
     if let Some(m) = result.get_mut("metadata").and_then(Value::as_object_mut)
         && !m.contains_key("name")
     {

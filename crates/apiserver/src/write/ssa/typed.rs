@@ -60,8 +60,23 @@ fn list_keys(items: &[Value], kind: &ListKind) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-fn path_string(path: &[String]) -> String {
-    let p = display_path(path);
+/// One element of the path a walk is at, for error messages: a field borrows its name from the
+/// value walked (no string is made for it unless an error is reported), a list item holds its
+/// element as built for the field set.
+enum PathEl<'a> {
+    Field(&'a str),
+    Elem(String),
+}
+
+fn path_string(path: &[PathEl<'_>]) -> String {
+    let pes: Vec<String> = path
+        .iter()
+        .map(|e| match e {
+            PathEl::Field(k) => field_pe(k),
+            PathEl::Elem(pe) => pe.clone(),
+        })
+        .collect();
+    let p = display_path(&pes);
     if p.is_empty() { ".".into() } else { p }
 }
 
@@ -114,14 +129,14 @@ pub fn to_set_scoped(
 /// excessive depth, and skipping the copies keeps the per-write field tracking cheap.
 // The walk's state is these few values; a struct would only rename them.
 #[allow(clippy::too_many_arguments)]
-fn walk_set(
-    v: &Value,
+fn walk_set<'v>(
+    v: &'v Value,
     ty: &Ty<'_>,
     top: bool,
     strict: bool,
     scope: Scope<'_>,
     out: &mut Set,
-    path: &mut Vec<String>,
+    path: &mut Vec<PathEl<'v>>,
     depth: usize,
 ) -> Result<(), TypeError> {
     if depth > MAX_DEPTH {
@@ -137,11 +152,10 @@ fn walk_set(
                     continue;
                 }
                 let child = ty.field(k, top);
-                let pe = field_pe(k);
                 if strict {
-                    path.push(pe.clone());
+                    path.push(PathEl::Field(k));
                 }
-                let node = out.child(pe);
+                let node = out.child(field_pe(k));
                 walk_set(
                     cv,
                     &child.ty,
@@ -169,7 +183,7 @@ fn walk_set(
                 let item_ty = ty.item();
                 for (item, pe) in items.iter().zip(keys) {
                     if strict {
-                        path.push(pe.clone());
+                        path.push(PathEl::Elem(pe.clone()));
                     }
                     let node = out.child(pe);
                     if matches!(ty.list, ListKind::Map(_)) {
@@ -406,12 +420,12 @@ pub fn merge(live: &Value, config: &Value, ty: &Ty<'_>) -> Result<Value, TypeErr
     merge_at(live, config, ty, true, &mut path)
 }
 
-fn merge_at(
+fn merge_at<'c>(
     live: &Value,
-    config: &Value,
+    config: &'c Value,
     ty: &Ty<'_>,
     top: bool,
-    path: &mut Vec<String>,
+    path: &mut Vec<PathEl<'c>>,
 ) -> Result<Value, TypeError> {
     if path.len() > MAX_DEPTH {
         return Err(TypeError(format!(
@@ -442,7 +456,7 @@ fn merge_at(
                 let child = ty.field(k, top);
                 let merged = match l.get(k) {
                     Some(lv) => {
-                        path.push(field_pe(k));
+                        path.push(PathEl::Field(k));
                         let r = merge_at(lv, cv, &child.ty, false, path)?;
                         path.pop();
                         r
@@ -476,7 +490,7 @@ fn merge_at(
                             *u = true;
                         }
                         let cv = c.get(ci).unwrap_or(&Value::Null);
-                        path.push(lk.clone());
+                        path.push(PathEl::Elem(lk.clone()));
                         let m = merge_at(li, cv, &item_ty, false, path)?;
                         path.pop();
                         out.push(m);
