@@ -102,8 +102,6 @@ impl ApiServer {
     /// Requests that carry a user (from the authentication layer) are authorized by RBAC, with
     /// impersonation; see [`crate::http::authorize::authorize`].
     pub fn router(&self) -> Router {
-        Router::new()
-            .fallback_service(crate::http::shared_router())
-            .layer(axum::Extension(self.clone()))
+        crate::http::wrap(crate::http::shared_router(), axum::Extension(self.clone()))
     }
 }

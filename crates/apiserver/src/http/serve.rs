@@ -45,10 +45,10 @@ impl Default for ServeOptions {
 /// Wraps `app` with authentication: every request gets a [`auth::UserInfo`] extension, and
 /// requests without valid credentials get 401 (except the public health/version paths).
 pub fn with_authentication(app: Router, authenticator: Authenticator) -> Router {
-    app.layer(axum::middleware::from_fn_with_state(
-        authenticator,
-        auth::authenticate,
-    ))
+    crate::http::wrap(
+        app,
+        axum::middleware::from_fn_with_state(authenticator, auth::authenticate),
+    )
 }
 
 /// Serves `app` over TLS on `listener` until `shutdown` resolves, then stops accepting, tells
@@ -71,9 +71,12 @@ where
     let acceptor = TlsAcceptor::from(tls);
     let graceful = GracefulShutdown::new();
     let closing = CancellationToken::new();
-    let app = end_watches_on(app, closing.clone())
-        .layer(axum::middleware::from_fn(limits::refuse_oversized))
-        .layer(axum::middleware::map_response(date_not_indexed));
+    let app = crate::http::wrap(
+        end_watches_on(app, closing.clone()),
+        tower::ServiceBuilder::new()
+            .layer(axum::middleware::map_response(date_not_indexed))
+            .layer(axum::middleware::from_fn(limits::refuse_oversized)),
+    );
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -270,24 +273,27 @@ fn is_watch(uri: &axum::http::Uri) -> bool {
 
 /// Wraps watch responses so their bodies end when `closing` is cancelled.
 fn end_watches_on(app: Router, closing: CancellationToken) -> Router {
-    app.layer(axum::middleware::from_fn(
-        move |req: axum::extract::Request, next: axum::middleware::Next| {
-            let closing = closing.clone();
-            async move {
-                let watch = is_watch(req.uri());
-                let resp = next.run(req).await;
-                if !watch {
-                    return resp;
-                }
-                resp.map(|inner| {
-                    axum::body::Body::new(EndOnShutdown {
-                        inner,
-                        closing: Box::pin(closing.cancelled_owned()),
+    crate::http::wrap(
+        app,
+        axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                let closing = closing.clone();
+                async move {
+                    let watch = is_watch(req.uri());
+                    let resp = next.run(req).await;
+                    if !watch {
+                        return resp;
+                    }
+                    resp.map(|inner| {
+                        axum::body::Body::new(EndOnShutdown {
+                            inner,
+                            closing: Box::pin(closing.cancelled_owned()),
+                        })
                     })
-                })
-            }
-        },
-    ))
+                }
+            },
+        ),
+    )
 }
 
 /// A response body that ends (cleanly, no error) once shutdown begins.
