@@ -137,6 +137,66 @@ pub struct Kind {
     pub namespaced: bool,
 }
 
+/// The kinds of a group version's discovery document (`/api/v1`, `/apis/G/V`), subresources
+/// left out. Why not kube-rs's discovery: it decodes every field of every resource (verbs,
+/// short names, categories, subresources) into owned strings and builds capabilities from
+/// them, where an agent needs each kind's resource name and scope; each agent reads two such
+/// documents when it starts, and at ten bundles a cluster that was about 2% of its allocations.
+fn listed_kinds(
+    text: &str,
+    group: &str,
+    version: &str,
+) -> Result<HashMap<String, Arc<Kind>>, serde_json::Error> {
+    use std::borrow::Cow;
+    #[derive(serde::Deserialize)]
+    struct ResourceList<'a> {
+        #[serde(borrow, default)]
+        resources: Vec<Listed<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Listed<'a> {
+        #[serde(borrow)]
+        name: Cow<'a, str>,
+        #[serde(borrow)]
+        kind: Cow<'a, str>,
+        #[serde(default)]
+        namespaced: bool,
+        #[serde(borrow, default)]
+        group: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        version: Option<Cow<'a, str>>,
+    }
+    let list: ResourceList<'_> = serde_json::from_str(text)?;
+    let mut out = HashMap::with_capacity(list.resources.len());
+    for r in list.resources {
+        if r.name.contains('/') {
+            continue;
+        }
+        // A resource may name its own group and version (as kube-rs reads them too).
+        let g = r.group.as_deref().unwrap_or(group);
+        let v = r.version.as_deref().unwrap_or(version);
+        let resource = ApiResource {
+            group: g.to_string(),
+            version: v.to_string(),
+            api_version: if g.is_empty() {
+                v.to_string()
+            } else {
+                format!("{g}/{v}")
+            },
+            kind: r.kind.clone().into_owned(),
+            plural: r.name.into_owned(),
+        };
+        out.insert(
+            r.kind.into_owned(),
+            Arc::new(Kind {
+                resource,
+                namespaced: r.namespaced,
+            }),
+        );
+    }
+    Ok(out)
+}
+
 /// Resolved kinds by apiVersion, then kind.
 type KindsByVersion = HashMap<String, HashMap<String, Arc<Kind>>>;
 
@@ -177,19 +237,16 @@ impl Downstream {
             return Ok(k);
         }
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let gv = kube::core::GroupVersion::gv(group, version);
-        let found = kube::discovery::pinned_group(&self.client, &gv).await?;
-        let listed: HashMap<String, Arc<Kind>> = found
-            .versioned_resources(version)
-            .into_iter()
-            .map(|(resource, caps)| {
-                let k = Kind {
-                    resource,
-                    namespaced: caps.scope == kube::discovery::Scope::Namespaced,
-                };
-                (k.resource.kind.clone(), Arc::new(k))
-            })
-            .collect();
+        let path = if group.is_empty() {
+            format!("/api/{version}")
+        } else {
+            format!("/apis/{group}/{version}")
+        };
+        let req = http::Request::get(path)
+            .body(Vec::new())
+            .map_err(|e| kube::Error::BuildRequest(kube::core::request::Error::BuildRequest(e)))?;
+        let text = self.client.request_text(req).await?;
+        let listed = listed_kinds(&text, group, version).map_err(kube::Error::SerdeError)?;
         let mut kinds = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
         kinds.insert(api_version.to_string(), listed);
         cached(&kinds).ok_or_else(|| {
@@ -263,6 +320,61 @@ impl Downstream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn discovery_lists_each_kind_with_its_resource_and_scope() {
+        let doc = r#"{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"apps/v1","resources":[
+            {"name":"deployments","singularName":"deployment","namespaced":true,"kind":"Deployment","verbs":["get"],"shortNames":["deploy"]},
+            {"name":"deployments/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale","verbs":["get"]},
+            {"name":"deployments/status","singularName":"","namespaced":true,"kind":"Deployment","verbs":["get"]},
+            {"name":"widgets","namespaced":false,"group":"example.com","version":"v2","kind":"Widget"},
+            {"name":"esc\u0061ped","namespaced":true,"kind":"Esc\u0061ped"}]}"#;
+        let kinds = listed_kinds(doc, "apps", "v1").unwrap();
+        let mut names: Vec<&str> = kinds.keys().map(String::as_str).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["Deployment", "Escaped", "Widget"],
+            "subresources left out"
+        );
+        let d = &kinds["Deployment"];
+        assert_eq!(
+            (
+                d.resource.api_version.as_str(),
+                d.resource.plural.as_str(),
+                d.namespaced
+            ),
+            ("apps/v1", "deployments", true)
+        );
+        let w = &kinds["Widget"];
+        assert_eq!(
+            (
+                w.resource.api_version.as_str(),
+                w.resource.group.as_str(),
+                w.namespaced
+            ),
+            ("example.com/v2", "example.com", false)
+        );
+        assert_eq!(kinds["Escaped"].resource.plural, "escaped");
+        let core = listed_kinds(
+            r#"{"resources":[{"name":"configmaps","namespaced":true,"kind":"ConfigMap"}]}"#,
+            "",
+            "v1",
+        )
+        .unwrap();
+        assert_eq!(core["ConfigMap"].resource.api_version, "v1");
+        assert!(listed_kinds("{}", "", "v1").unwrap().is_empty());
+        // An array lists nothing: the kind is then reported missing, as for an empty list.
+        assert!(listed_kinds("[]", "", "v1").unwrap().is_empty());
+        for bad in [
+            "",
+            r#"{"resources":[{"name":1}]}"#,
+            r#"{"resources":[{"kind":"X"}]}"#,
+            r#"{"resources":"#,
+        ] {
+            assert!(listed_kinds(bad, "", "v1").is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn a_live_object_is_decoded_whole_but_its_managed_fields() {

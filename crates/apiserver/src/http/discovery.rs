@@ -168,15 +168,60 @@ pub fn group_version(srv: &ApiServer, group: &str, version: &str) -> ApiResult<R
         };
         return Err(ApiError::path_not_found(&p));
     }
-    let gv = if group.is_empty() {
-        version.to_string()
-    } else {
-        format!("{group}/{version}")
-    };
-    let resources: Vec<Value> = infos.iter().flat_map(|i| resource_entries(i)).collect();
-    Ok(js(
-        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
-    ))
+    let body = GROUP_VERSION_DOCS.get_or_render(group, version, infos, |infos| {
+        let gv = if group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{group}/{version}")
+        };
+        let resources: Vec<Value> = infos.iter().flat_map(|i| resource_entries(i)).collect();
+        Bytes::from(
+            serde_json::to_vec(&json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+                .unwrap_or_default(),
+        )
+    });
+    Ok(json_response(200, body))
+}
+
+/// The last `/api/v1` or `/apis/G/V` document rendered for each group version, with the
+/// resources it was rendered from. Why: every agent reads the discovery of its cluster when it
+/// starts, and the built-in resources are one table shared by every API server of the process
+/// (`Registry::with_builtins`), so thousands of in-process servers render the same documents;
+/// a document is reused only for the very same resources (the same `Arc`s, in the same order),
+/// so a CRD served, changed or removed renders it again.
+struct GroupVersionDocs(std::sync::Mutex<std::collections::HashMap<(String, String), Rendered>>);
+
+/// A rendered document and the resources it was rendered from.
+type Rendered = (Vec<std::sync::Arc<ResourceInfo>>, Bytes);
+
+static GROUP_VERSION_DOCS: std::sync::LazyLock<GroupVersionDocs> =
+    std::sync::LazyLock::new(|| GroupVersionDocs(Default::default()));
+
+impl GroupVersionDocs {
+    fn get_or_render(
+        &self,
+        group: &str,
+        version: &str,
+        infos: Vec<std::sync::Arc<ResourceInfo>>,
+        render: impl FnOnce(&[std::sync::Arc<ResourceInfo>]) -> Bytes,
+    ) -> Bytes {
+        let same = |a: &[std::sync::Arc<ResourceInfo>]| {
+            a.len() == infos.len()
+                && a.iter()
+                    .zip(&infos)
+                    .all(|(x, y)| std::sync::Arc::ptr_eq(x, y))
+        };
+        let key = (group.to_string(), version.to_string());
+        let mut docs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((rendered_from, body)) = docs.get(&key)
+            && same(rendered_from)
+        {
+            return body.clone();
+        }
+        let body = render(&infos);
+        docs.insert(key, (infos, body.clone()));
+        body
+    }
 }
 
 /// kubectl validates with OpenAPI v2 and only needs a well-formed document: an empty protobuf
@@ -243,5 +288,50 @@ async fn health_check(axum::extract::Path(check): axum::extract::Path<String>) -
             StatusCode::NOT_FOUND,
             format!("404 page not found: no health check {check:?}\n"),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn a_group_version_document_is_reused_only_for_the_same_resources() {
+        let docs = GroupVersionDocs(Default::default());
+        let builtins = crate::storage::builtin::builtin_resources();
+        let a = Arc::new(builtins[0].clone());
+        let b = Arc::new(builtins[1].clone());
+        let renders = AtomicUsize::new(0);
+        let get = |infos: Vec<Arc<ResourceInfo>>| {
+            docs.get_or_render("g", "v1", infos, |i| {
+                renders.fetch_add(1, Ordering::Relaxed);
+                Bytes::from(
+                    i.iter()
+                        .map(|x| x.plural.as_str())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                )
+            })
+        };
+        let first = get(vec![a.clone(), b.clone()]);
+        assert_eq!(get(vec![a.clone(), b.clone()]), first);
+        assert_eq!(renders.load(Ordering::Relaxed), 1, "the same Arcs: reused");
+        // Another server's resource of equal content, one resource fewer, another order: each
+        // renders again, and what it renders is its own list.
+        let a2 = Arc::new(builtins[0].clone());
+        assert_eq!(get(vec![a2, b.clone()]), first);
+        assert_eq!(renders.load(Ordering::Relaxed), 2);
+        assert_eq!(get(vec![a.clone()]), Bytes::from(a.plural.clone()));
+        assert_eq!(
+            get(vec![b.clone(), a.clone()]),
+            Bytes::from(format!("{},{}", b.plural, a.plural))
+        );
+        assert_eq!(renders.load(Ordering::Relaxed), 4);
+        // Per group version.
+        let other = docs.get_or_render("g", "v2", vec![a.clone()], |_| Bytes::from("v2"));
+        assert_eq!(other, Bytes::from("v2"));
     }
 }
