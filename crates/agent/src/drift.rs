@@ -258,8 +258,20 @@ struct HeadMeta<'a> {
     resource_version: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow)]
     uid: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow, rename = "managedFields")]
+    /// Present even when `null` (which `Option` alone would read as absent): cut out all the same.
+    #[serde(
+        borrow,
+        default,
+        rename = "managedFields",
+        deserialize_with = "present_raw"
+    )]
     managed_fields: Option<&'a serde_json::value::RawValue>,
+}
+
+fn present_raw<'de: 'a, 'a, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<&'a serde_json::value::RawValue>, D::Error> {
+    <&'a serde_json::value::RawValue as serde::Deserialize>::deserialize(d).map(Some)
 }
 
 /// `text` with the member whose value is the slice `value` of it (`"managedFields": value`)
@@ -575,6 +587,7 @@ mod tests {
             r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"managedFields":[],"name":"c","uid":"u"}}"#,
             r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","managedFields":[{}],"uid":"u"}}"#,
             r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","uid":"u","managedFields":{"x":[1]}}}"#,
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","managedFields":null,"uid":"u"}}"#,
             "{ \"apiVersion\" : \"v1\", \"kind\":\"ConfigMap\",\n \"metadata\" : { \"name\": \"c\" , \"uid\":\"u\" ,\n  \"managedFields\" :\t[ ] } }",
             // An escaped key: found by the decode instead.
             r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","managed\u0046ields":[],"uid":"u"}}"#,
