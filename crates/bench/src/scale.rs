@@ -509,6 +509,8 @@ pub(crate) struct Phase {
     writes: WriteCounter,
     manager_cpu: f64,
     own_cpu: f64,
+    manager_faults: u64,
+    own_faults: u64,
 }
 
 impl Phase {
@@ -526,6 +528,8 @@ impl Phase {
             writes: WriteCounter::start(admin, rev, tracker).await?,
             manager_cpu: procfs::cpu_seconds_pid(manager.pid),
             own_cpu: procfs::cpu_seconds(),
+            manager_faults: procfs::minor_faults_pid(manager.pid),
+            own_faults: procfs::minor_faults(),
         })
     }
 
@@ -540,9 +544,11 @@ impl Phase {
         let to = revision(admin).await?;
         let writes = to.saturating_sub(self.rev);
         println!(
-            "{name}: {secs:.2} s, {writes} writes to the manager, cpu: manager {:.1} s, agents+downstreams {:.1} s, {}",
+            "{name}: {secs:.2} s, {writes} writes to the manager, cpu: manager {:.1} s, agents+downstreams {:.1} s, minor page faults: manager {}, agents+downstreams {}, {}",
             procfs::cpu_seconds_pid(manager.pid) - self.manager_cpu,
             procfs::cpu_seconds() - self.own_cpu,
+            procfs::minor_faults_pid(manager.pid).saturating_sub(self.manager_faults),
+            procfs::minor_faults().saturating_sub(self.own_faults),
             manager.memory(),
         );
         self.by_resource = self.writes.print(name, to, writes).await;
