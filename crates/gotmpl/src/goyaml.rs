@@ -639,7 +639,30 @@ fn starts_with_bom(b: &[u8]) -> bool {
     b.len() >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF
 }
 
+/// Whether `value` is a word every style allows as it stands: a letter or digit, then only
+/// letters, digits and `-._/` (most keys and values of a manifest). For these [`analyze`]'s scan
+/// would find no indicator, space, break or unprintable character.
+fn is_plain_word(value: &[u8]) -> bool {
+    value.first().is_some_and(u8::is_ascii_alphanumeric)
+        && value
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'/'))
+}
+
 fn analyze(value: &[u8]) -> Analysis {
+    if is_plain_word(value) {
+        return Analysis {
+            multiline: false,
+            flow_plain_allowed: true,
+            block_plain_allowed: true,
+            single_quoted_allowed: true,
+            block_allowed: true,
+        };
+    }
+    analyze_scan(value)
+}
+
+fn analyze_scan(value: &[u8]) -> Analysis {
     if value.is_empty() {
         return Analysis {
             multiline: false,
@@ -824,6 +847,12 @@ impl Emitter {
 
     /// Copies one UTF-8 character of `s` at `*i` (counts as one column).
     fn write(&mut self, s: &[u8], i: &mut usize) {
+        if s[*i].is_ascii() {
+            self.out.push(char::from(s[*i]));
+            self.column += 1;
+            *i += 1;
+            return;
+        }
         let w = width(s[*i]).min(s.len() - *i);
         // Input is valid UTF-8 and `i` is always on a char boundary.
         self.out
@@ -833,6 +862,11 @@ impl Emitter {
     }
 
     fn write_all(&mut self, s: &str) {
+        if s.is_ascii() {
+            self.out.push_str(s);
+            self.column += s.len() as i64;
+            return;
+        }
         let b = s.as_bytes();
         let mut i = 0;
         while i < b.len() {
@@ -1048,6 +1082,20 @@ impl Emitter {
         if !self.whitespace {
             self.put(' ');
         }
+        // Without a space or a line break `write_plain_scan` copies the text as it is
+        // (ASCII: valid UTF-8, one column per byte).
+        if v.is_ascii() && !v.iter().any(|&c| matches!(c, b' ' | b'\r' | b'\n')) {
+            self.out
+                .push_str(std::str::from_utf8(v).unwrap_or_default());
+            self.column += v.len() as i64;
+            self.whitespace = false;
+            self.indention = false;
+            return;
+        }
+        self.write_plain_scan(v, allow_breaks);
+    }
+
+    fn write_plain_scan(&mut self, v: &[u8], allow_breaks: bool) {
         let mut spaces = false;
         let mut breaks = false;
         let mut i = 0;
@@ -1345,6 +1393,43 @@ mod tests {
         );
         assert_eq!(number_text(&Number::from_f64(0.0001).unwrap()), "0.0001");
         assert_eq!(number_text(&Number::from_f64(1e-7).unwrap()), "1e-07");
+    }
+
+    proptest::proptest! {
+        /// The shortcuts for plain words and plain scalars without spaces agree with the
+        /// character-by-character scans they skip.
+        #[test]
+        fn shortcuts_agree_with_scans(
+            value in "[a-z0-9][a-z0-9._/:#,?{}'\"-]{0,8}|[a-zA-Z0-9._/: \t\r\n#,?{}\\[\\]'\"-]{0,12}|[a-z0-9]{1,6}[é\u{85}\u{2028}][a-z]{0,3}",
+            column in 0i64..100,
+            whitespace: bool,
+        ) {
+            let (fast, scan) = (analyze(value.as_bytes()), analyze_scan(value.as_bytes()));
+            proptest::prop_assert_eq!(
+                (fast.multiline, fast.flow_plain_allowed, fast.block_plain_allowed,
+                 fast.single_quoted_allowed, fast.block_allowed),
+                (scan.multiline, scan.flow_plain_allowed, scan.block_plain_allowed,
+                 scan.single_quoted_allowed, scan.block_allowed)
+            );
+            let start = |e: &mut Emitter| {
+                e.out.push_str("k:");
+                e.column = column;
+                e.whitespace = whitespace;
+                e.indent = 2;
+            };
+            let (mut a, mut b) = (Emitter::new(), Emitter::new());
+            start(&mut a);
+            start(&mut b);
+            a.write_plain(value.as_bytes(), true);
+            if !b.whitespace {
+                b.put(' ');
+            }
+            b.write_plain_scan(value.as_bytes(), true);
+            proptest::prop_assert_eq!(
+                (&a.out, a.column, a.whitespace, a.indention),
+                (&b.out, b.column, b.whitespace, b.indention)
+            );
+        }
     }
 
     #[test]
