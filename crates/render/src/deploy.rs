@@ -334,7 +334,7 @@ pub fn render_bundle(
             msg: e.msg,
         })?;
         for node in nodes {
-            push_objects(node.to_json(), &source, &mut found)?;
+            push_objects(node.into_json(), &source, &mut found)?;
         }
         if found.iter().any(is_hook) {
             continue;

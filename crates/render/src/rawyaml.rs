@@ -189,7 +189,7 @@ pub fn raw_objects(chart: &RawYamlChart) -> Result<Vec<Value>, RawYamlError> {
         let docs =
             yamlin::parse_documents(text, Schema::V11).map_err(|e| err(name, e.line, e.msg))?;
         for d in docs {
-            push_objects(d.to_json(), &mut out);
+            push_objects(d.into_json(), &mut out);
         }
     }
     Ok(out)

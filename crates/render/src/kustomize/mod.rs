@@ -10,6 +10,7 @@
 //! `patches`, namespace, prefix, suffix, labels, annotations, JSON 6902 patches, replicas,
 //! images). At the top: hash suffixes, name-reference fixing, legacy ordering.
 
+mod block_yaml;
 pub mod goyaml;
 pub mod yamlin;
 

@@ -64,7 +64,7 @@ fn parse_docs(
         .into_iter()
         .map(|d| Loaded {
             line: if base_line > 0 { base_line } else { d.line },
-            doc: d.to_json(),
+            doc: d.into_json(),
             origin: origin.to_path_buf(),
         })
         .collect())

@@ -311,7 +311,7 @@ pub fn parse_resources(path: &Path, text: &str) -> Result<Vec<Res>, KustomizeErr
     let mut out = Vec::new();
     for d in docs {
         let line = d.line;
-        let v = d.to_json();
+        let v = d.into_json();
         push_object(path, line, v, &mut out)?;
     }
     Ok(out)

@@ -84,6 +84,24 @@ impl Node {
         }
     }
 
+    /// Converts to JSON as [`Node::to_json`], moving the strings instead of copying them.
+    pub fn into_json(self) -> Value {
+        match self.v {
+            YVal::Null => Value::Null,
+            YVal::Bool(b) => Value::Bool(b),
+            YVal::Num(n) => Value::Number(n),
+            YVal::Str(s) => Value::String(s),
+            YVal::Seq(items) => Value::Array(items.into_iter().map(Node::into_json).collect()),
+            YVal::Map(entries) => {
+                let mut m = Map::with_capacity(entries.len());
+                for (k, v) in entries {
+                    m.insert(k, v.into_json());
+                }
+                Value::Object(m)
+            }
+        }
+    }
+
     /// Looks up a key in a mapping node.
     pub fn get(&self, key: &str) -> Option<&Node> {
         match &self.v {
@@ -113,6 +131,12 @@ pub fn parse_documents(text: &str, schema: Schema) -> Result<Vec<Node>, YamlErro
         stack: Vec::new(),
         docs: Vec::new(),
     };
+    if let Some(events) = super::block_yaml::events(text) {
+        for (ev, line) in events {
+            b.event(ev, line)?;
+        }
+        return Ok(b.docs);
+    }
     // go-yaml also breaks lines at U+0085, U+2028 and U+2029.
     let lines = GoLines::new(text);
     let parser = Parser::new_from_str(lines.text());
