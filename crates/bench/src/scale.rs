@@ -1349,10 +1349,11 @@ pub(crate) fn write_repo(
             d.join("fleet.yaml"),
             format!("defaultNamespace: {TARGET_NAMESPACE}\n"),
         )?;
+        // Block YAML, as users write manifests (and as Helm and kubectl print them).
         let docs: Vec<String> = (0..objects)
-            .map(|k| object(j, k, rev).to_string())
+            .map(|k| gotmpl::goyaml::to_yaml(&object(j, k, rev)))
             .collect();
-        std::fs::write(d.join("objects.yaml"), docs.join("\n---\n"))?;
+        std::fs::write(d.join("objects.yaml"), docs.join("---\n"))?;
     }
     Ok(())
 }
