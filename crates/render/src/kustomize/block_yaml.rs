@@ -75,6 +75,7 @@ fn document<'a>(
         lines: lines.to_vec(),
         pos: 0,
         out,
+        depth: 0,
     };
     let indent = r.lines[0].indent;
     r.node(indent)?;
@@ -82,10 +83,16 @@ fn document<'a>(
     (r.pos == r.lines.len()).then_some(())
 }
 
+/// Collections nested deeper than this are left to the general parser (which refuses more
+/// than 255), so the reader's recursion stays shallow whatever a repository holds.
+const MAX_DEPTH: usize = 64;
+
 struct Reader<'a, 'o> {
     lines: Vec<Line<'a>>,
     pos: usize,
     out: &'o mut Vec<(Event<'a>, usize)>,
+    /// Block collections open around the current line.
+    depth: usize,
 }
 
 /// `- ` or a lone `-` starts a sequence item.
@@ -223,16 +230,30 @@ impl<'a> Reader<'a, '_> {
     /// The node starting at the current line, indented `indent`.
     fn node(&mut self, indent: usize) -> Option<()> {
         let line = self.peek()?;
-        if line.indent != indent {
+        if line.indent != indent || self.depth >= MAX_DEPTH {
             return None;
         }
-        if is_item(line.text) {
+        self.depth += 1;
+        let read = if is_item(line.text) {
             self.sequence(indent)
         } else if split_key(line.text).is_some() {
             self.mapping(indent)
         } else {
             None
+        };
+        self.depth -= 1;
+        read
+    }
+
+    /// Reads a collection that is not started by [`Reader::node`], one level deeper.
+    fn nested(&mut self, read: impl FnOnce(&mut Self) -> Option<()>) -> Option<()> {
+        if self.depth >= MAX_DEPTH {
+            return None;
         }
+        self.depth += 1;
+        let r = read(self);
+        self.depth -= 1;
+        r
     }
 
     fn mapping(&mut self, indent: usize) -> Option<()> {
@@ -254,7 +275,7 @@ impl<'a> Reader<'a, '_> {
                 match self.peek() {
                     Some(next) if next.indent > indent => self.node(next.indent)?,
                     Some(next) if next.indent == indent && is_item(next.text) => {
-                        self.sequence(indent)?
+                        self.nested(|r| r.sequence(indent))?
                     }
                     // An empty value: the parser reads it as `~`, on the key's line.
                     _ => self
@@ -295,7 +316,7 @@ impl<'a> Reader<'a, '_> {
                     indent: column,
                     text: content,
                 };
-                self.mapping(column)?;
+                self.nested(|r| r.mapping(column))?;
             } else {
                 self.inline(content, line.no)?;
                 self.pos += 1;
@@ -385,6 +406,29 @@ mod tests {
             assert!(events.is_some(), "declined:\n{text}");
             assert_eq!(Ok(events.unwrap_or_default()), general(&text));
         }
+    }
+
+    /// Deep nesting goes to the general parser: read alike below its limit, its error above.
+    #[test]
+    fn declines_deep_nesting() {
+        let nested = |levels: usize| -> String {
+            (0..levels)
+                .map(|i| format!("{}a:\n", " ".repeat(i)))
+                .collect()
+        };
+        assert!(fast(&nested(MAX_DEPTH - 1)).is_some());
+        assert_eq!(
+            fast(&nested(MAX_DEPTH - 1)).ok_or(String::new()),
+            general(&nested(MAX_DEPTH - 1))
+        );
+        assert!(fast(&nested(MAX_DEPTH + 1)).is_none());
+        assert!(general(&nested(MAX_DEPTH + 1)).is_ok());
+        assert!(fast(&nested(300)).is_none());
+        assert!(general(&nested(300)).is_err());
+        let items: String = (0..100)
+            .map(|i| format!("{}- a:\n", " ".repeat(4 * i)))
+            .collect();
+        assert!(fast(&items).is_none());
     }
 
     #[test]
