@@ -1,8 +1,9 @@
 //! The plain block YAML most manifests are written in, read without the general parser.
 //!
 //! A Deployment written the usual way (block mappings and sequences, one scalar per line,
-//! plain or quoted on one line, `[]` and `{}`, comments) took the general YAML 1.2 parser about 100 µs per
-//! three small objects, about a tenth of an agent's CPU per deploy in `fleet bench scale`.
+//! plain or quoted on one line, `[]` and `{}`, comments) took the general YAML 1.2 parser about
+//! 100 µs per three small objects, about a tenth of an agent's CPU per deploy in `fleet bench
+//! scale`.
 //! [`events`] reads that subset line by line and yields the parser's own events with the same
 //! lines; anything else (flow collections, block scalars, anchors, tags, tabs, multi-line or
 //! escaped scalars, complex keys, non-ASCII text, anything it is unsure of) makes it return
@@ -38,8 +39,7 @@ pub(crate) fn events(text: &str) -> Option<Vec<(Event<'_>, usize)>> {
             if raw.trim_end_matches(' ') != "---" {
                 return None;
             }
-            document(&doc, explicit, &mut out)?;
-            doc.clear();
+            document(std::mem::take(&mut doc), explicit, &mut out)?;
             explicit = Some(i + 1);
             continue;
         }
@@ -52,14 +52,14 @@ pub(crate) fn events(text: &str) -> Option<Vec<(Event<'_>, usize)>> {
             text: trimmed,
         });
     }
-    document(&doc, explicit, &mut out)?;
+    document(doc, explicit, &mut out)?;
     Some(out)
 }
 
 /// The events of one document's lines; one started by `---` on line `explicit` without
 /// content is a null (`~`) on that line, as the parser reads it.
 fn document<'a>(
-    lines: &[Line<'a>],
+    lines: Vec<Line<'a>>,
     explicit: Option<usize>,
     out: &mut Vec<(Event<'a>, usize)>,
 ) -> Option<()> {
@@ -72,7 +72,7 @@ fn document<'a>(
     };
     out.push((Event::DocumentStart(false, None), first.no));
     let mut r = Reader {
-        lines: lines.to_vec(),
+        lines,
         pos: 0,
         out,
         depth: 0,
@@ -230,22 +230,19 @@ impl<'a> Reader<'a, '_> {
     /// The node starting at the current line, indented `indent`.
     fn node(&mut self, indent: usize) -> Option<()> {
         let line = self.peek()?;
-        if line.indent != indent || self.depth >= MAX_DEPTH {
+        if line.indent != indent {
             return None;
         }
-        self.depth += 1;
-        let read = if is_item(line.text) {
-            self.sequence(indent)
+        if is_item(line.text) {
+            self.nested(|r| r.sequence(indent))
         } else if split_key(line.text).is_some() {
-            self.mapping(indent)
+            self.nested(|r| r.mapping(indent))
         } else {
             None
-        };
-        self.depth -= 1;
-        read
+        }
     }
 
-    /// Reads a collection that is not started by [`Reader::node`], one level deeper.
+    /// Reads a collection one level deeper, or declines past [`MAX_DEPTH`].
     fn nested(&mut self, read: impl FnOnce(&mut Self) -> Option<()>) -> Option<()> {
         if self.depth >= MAX_DEPTH {
             return None;

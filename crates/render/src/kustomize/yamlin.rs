@@ -68,20 +68,7 @@ impl std::error::Error for YamlError {}
 impl Node {
     /// Converts to JSON, the form kustomize processes resources in.
     pub fn to_json(&self) -> Value {
-        match &self.v {
-            YVal::Null => Value::Null,
-            YVal::Bool(b) => Value::Bool(*b),
-            YVal::Num(n) => Value::Number(n.clone()),
-            YVal::Str(s) => Value::String(s.clone()),
-            YVal::Seq(items) => Value::Array(items.iter().map(Node::to_json).collect()),
-            YVal::Map(entries) => {
-                let mut m = Map::new();
-                for (k, v) in entries {
-                    m.insert(k.clone(), v.to_json());
-                }
-                Value::Object(m)
-            }
-        }
+        self.clone().into_json()
     }
 
     /// Converts to JSON as [`Node::to_json`], moving the strings instead of copying them.
