@@ -24,7 +24,7 @@ use crate::drift::DriftWatches;
 use crate::monitor;
 use crate::objects::{Downstream, ObjRef};
 use crate::release::{self, Record};
-use crate::watched_bd::WatchedBd;
+use fleet_api::WatchedBd;
 
 /// How long a BundleDeployment waits before its dependencies are checked again (they are also
 /// re-checked whenever any BundleDeployment changes).

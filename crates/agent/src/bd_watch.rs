@@ -20,7 +20,7 @@ use kube::runtime::watcher;
 use tokio::sync::Notify;
 
 use crate::backoff::Backoff;
-use crate::watched_bd::WatchedBd;
+use fleet_api::WatchedBd;
 
 /// What the watch hands the deploy loop: an event, or an error for it to log. A
 /// BundleDeployment is 2 KB inline: behind an `Arc` it is never copied as it moves through the

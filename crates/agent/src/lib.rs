@@ -25,7 +25,6 @@ pub mod readiness;
 pub mod register;
 pub mod release;
 pub mod values_from;
-pub mod watched_bd;
 
 use std::time::Duration;
 

@@ -13,5 +13,7 @@ pub mod state;
 // kube printcolumn attributes repeat `type_`, which clippy mistakes for duplicates.
 #[allow(clippy::duplicated_attributes)]
 pub mod types;
+pub mod watched_bd;
 
 pub use types::*;
+pub use watched_bd::WatchedBd;

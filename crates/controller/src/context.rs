@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use fleet_api::keys::*;
 use fleet_api::{
     Bundle, BundleDeployment, BundleNamespaceMapping, Cluster, ClusterGroup, GitRepo,
-    GitRepoRestriction,
+    GitRepoRestriction, WatchedBd,
 };
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Namespace;
@@ -250,11 +250,11 @@ impl Context {
         )));
         let (t, cache) = (pending, stores.bds.clone());
         let s = watcher(
-            Api::<BundleDeployment>::all(client.clone()),
+            Api::<WatchedBd>::all(client.clone()),
             watcher::Config::default().any_semantic(),
         )
         .default_backoff()
-        .map_ok(move |ev| cache.apply(ev, |bd, to_bundle| route_bd(&t, bd, to_bundle)));
+        .map_ok(move |ev| cache.apply(unwatched(ev), |bd, to_bundle| route_bd(&t, bd, to_bundle)));
         streams.push(drive(s));
 
         // Clusters → the Fleet index; bundles (when what targeting reads changed); their groups.
@@ -817,6 +817,17 @@ impl Relist {
             Some(seen) => present.filter(|k| !seen.contains(k)).collect(),
             None => Vec::new(),
         }
+    }
+}
+
+/// A BundleDeployment event as decoded without managed fields, as the cache takes it.
+fn unwatched(ev: watcher::Event<WatchedBd>) -> watcher::Event<BundleDeployment> {
+    match ev {
+        watcher::Event::Apply(b) => watcher::Event::Apply(b.0),
+        watcher::Event::Delete(b) => watcher::Event::Delete(b.0),
+        watcher::Event::InitApply(b) => watcher::Event::InitApply(b.0),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitDone => watcher::Event::InitDone,
     }
 }
 

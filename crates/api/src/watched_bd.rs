@@ -1,11 +1,11 @@
-//! BundleDeployments as the agent's watch decodes them: typed, but with `metadata.managedFields`
-//! skipped unread. The agent never reads managed fields, and decoding them (a typed entry per
-//! field manager, each with its field set as a JSON tree) was a sixth of what decoding a
-//! BundleDeployment cost.
+//! BundleDeployments as the agent's and the controllers' watches decode them: typed, but with
+//! `metadata.managedFields` skipped unread. Neither reads managed fields, and decoding them (a
+//! typed entry per field manager, each with its field set as a JSON tree) was a sixth of what
+//! decoding a BundleDeployment cost, paid for every event of every BundleDeployment.
 
 use std::collections::BTreeMap;
 
-use fleet_api::{BundleDeployment, BundleDeploymentSpec, BundleDeploymentStatus};
+use crate::{BundleDeployment, BundleDeploymentSpec, BundleDeploymentStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::core::NamespaceResourceScope;
 
