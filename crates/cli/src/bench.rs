@@ -177,6 +177,9 @@ struct ControllerArgs {
 
 /// Runs `fleet bench ...`.
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if matches!(args.target, BenchTarget::Scale(_)) {
+        on_huge_pages()?;
+    }
     fleet_bench::raise_fd_limit();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -216,6 +219,22 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             ))
         }
     }
+}
+
+/// Runs this command again with [`fleet_bench::scale::BENCH_MALLOC_CONF`] unless jemalloc was
+/// given options already (which are then kept): jemalloc reads them once, as the process starts.
+fn on_huge_pages() -> anyhow::Result<()> {
+    use fleet_bench::scale::{BENCH_MALLOC_CONF, MALLOC_CONF};
+    use std::os::unix::process::CommandExt as _;
+    if std::env::var_os(MALLOC_CONF).is_some() {
+        return Ok(());
+    }
+    let exe = std::env::current_exe().context("locating the fleet binary")?;
+    let err = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env(MALLOC_CONF, BENCH_MALLOC_CONF)
+        .exec();
+    Err(anyhow::Error::new(err).context("running fleet bench scale again on huge pages"))
 }
 
 impl From<Scenario> for fleet_bench::apiserver::Scenario {
