@@ -83,6 +83,16 @@ pub fn rss_bytes_pid(pid: u32) -> Option<u64> {
     status_kib(&pid.to_string(), "VmRSS:").map(|k| k * 1024)
 }
 
+/// The value of environment variable `name` that process `pid` started with (None: unset or
+/// unreadable).
+pub fn env_var_pid(pid: u32, name: &str) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    env.split(|&b| b == 0).find_map(|kv| {
+        let v = kv.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
+        Some(String::from_utf8_lossy(v).into_owned())
+    })
+}
+
 /// Peak resident set size of process `pid`.
 pub fn hwm_bytes_pid(pid: u32) -> Option<u64> {
     status_kib(&pid.to_string(), "VmHWM:").map(|k| k * 1024)

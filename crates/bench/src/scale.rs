@@ -86,6 +86,18 @@ pub async fn scale(opts: ScaleOptions) -> anyhow::Result<()> {
     // On the observer thread, with the tracker and write counters that use it.
     let admin = crate::observer::client(&dir.path().join("manager/kubeconfig")).await?;
     say(&format!("manager ready at {}", manager.url));
+    // What each process's allocator was started with, as the kernel holds it: the figures
+    // depend on it (see `BENCH_MALLOC_CONF`).
+    let conf = |pid: u32| {
+        procfs::env_var_pid(pid, MALLOC_CONF)
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| "jemalloc defaults".into())
+    };
+    println!(
+        "allocator: bench process {}, manager {}",
+        conf(std::process::id()),
+        conf(manager.pid)
+    );
 
     // One registration token, made by the real `fleet install agent-token`.
     let bootstrap = agent_token(&opts.exe, &dir.path().join("manager/kubeconfig")).await?;

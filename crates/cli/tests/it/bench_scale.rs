@@ -50,6 +50,13 @@ fn twenty_clusters_five_bundles_all_ready() {
             .unwrap_or_else(|| panic!("{key} is not a number in {last}"));
         assert!(v.is_finite() && v >= 0.0, "{key}={v} in {last}");
     }
+    // The bench process runs on huge pages, the manager as in production.
+    assert!(
+        stdout.contains(
+            "allocator: bench process thp:always,metadata_thp:always, manager jemalloc defaults"
+        ),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("registration: 20 agents (100 at most at once)"),
         "{stdout}"
